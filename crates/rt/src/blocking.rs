@@ -1,0 +1,113 @@
+//! A bounded thread pool for blocking work: file I/O, DNS, CPU-heavy calls.
+//!
+//! One pool per process. Threads start on demand up to a cap (64 unless
+//! [`Builder::max_blocking_threads`](crate::Builder::max_blocking_threads) says otherwise) and
+//! exit after 10 seconds idle. Jobs beyond the cap wait in a FIFO queue.
+
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use crate::task::{JoinError, JoinHandle, JoinState};
+
+const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+static MAX_THREADS: AtomicUsize = AtomicUsize::new(64);
+
+type Job = Box<dyn FnOnce() + Send>;
+
+struct Pool {
+    state: Mutex<PoolState>,
+    job_ready: Condvar,
+}
+
+#[derive(Default)]
+struct PoolState {
+    queue: VecDeque<Job>,
+    threads: usize,
+    idle: usize,
+}
+
+fn pool() -> &'static Pool {
+    static POOL: OnceLock<Pool> = OnceLock::new();
+    POOL.get_or_init(|| Pool {
+        state: Mutex::new(PoolState::default()),
+        job_ready: Condvar::new(),
+    })
+}
+
+pub(crate) fn set_max_threads(n: usize) {
+    MAX_THREADS.store(n, Ordering::Relaxed);
+}
+
+impl Pool {
+    fn lock(&self) -> MutexGuard<'_, PoolState> {
+        // Jobs run outside the lock, so it is never poisoned mid-update.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn submit(&'static self, job: Job) {
+        let mut state = self.lock();
+        state.queue.push_back(job);
+        if state.idle > 0 {
+            drop(state);
+            self.job_ready.notify_one();
+        } else if state.threads < MAX_THREADS.load(Ordering::Relaxed) {
+            state.threads += 1;
+            drop(state);
+            let spawned = std::thread::Builder::new()
+                .name("volt-blocking".into())
+                .spawn(move || self.work());
+            if spawned.is_err() {
+                // The queued job will run on an existing thread once one frees up.
+                self.lock().threads -= 1;
+            }
+        }
+    }
+
+    fn work(&self) {
+        let mut state = self.lock();
+        loop {
+            if let Some(job) = state.queue.pop_front() {
+                drop(state);
+                job();
+                state = self.lock();
+                continue;
+            }
+            state.idle += 1;
+            let (next, timeout) = self
+                .job_ready
+                .wait_timeout(state, IDLE_TIMEOUT)
+                .unwrap_or_else(|e| e.into_inner());
+            state = next;
+            state.idle -= 1;
+            if timeout.timed_out() && state.queue.is_empty() {
+                state.threads -= 1;
+                return;
+            }
+        }
+    }
+}
+
+/// Runs `f` on the blocking pool and returns a handle to its result. A panic in `f` is caught
+/// and reported through the handle. `abort` cancels the job only if it has not started.
+///
+/// Usable from any thread; the handle can be awaited on any worker.
+pub fn spawn_blocking<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let state = JoinState::new();
+    let handle = state.handle();
+    pool().submit(Box::new(move || {
+        if state.is_aborted() {
+            state.complete(Err(JoinError::cancelled()));
+            return;
+        }
+        let result = catch_unwind(AssertUnwindSafe(f)).map_err(JoinError::panic);
+        state.complete(result);
+    }));
+    handle
+}

@@ -1,0 +1,161 @@
+//! An unbounded multi-producer, single-consumer channel that works across workers.
+//!
+//! Senders are `Send + Clone` and may live on any thread; the receiver awaits on one worker. A
+//! send from another thread wakes the receiving worker through its eventfd.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::poll_fn;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+struct Chan<T> {
+    state: Mutex<State<T>>,
+}
+
+struct State<T> {
+    queue: VecDeque<T>,
+    receiver: Option<Waker>,
+    senders: usize,
+    receiver_alive: bool,
+}
+
+impl<T> Chan<T> {
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        // No user code runs under the lock.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Creates a channel.
+pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
+    let chan = Arc::new(Chan {
+        state: Mutex::new(State {
+            queue: VecDeque::new(),
+            receiver: None,
+            senders: 1,
+            receiver_alive: true,
+        }),
+    });
+    (Sender { chan: chan.clone() }, Receiver { chan })
+}
+
+/// The sending half; clone it for more producers.
+pub struct Sender<T> {
+    chan: Arc<Chan<T>>,
+}
+
+/// The receiving half.
+pub struct Receiver<T> {
+    chan: Arc<Chan<T>>,
+}
+
+/// The value could not be sent: the receiver is gone. The value is handed back.
+#[derive(PartialEq, Eq)]
+pub struct SendError<T>(pub T);
+
+impl<T> Sender<T> {
+    /// Queues `value` for the receiver; never blocks.
+    pub fn send(&self, value: T) -> Result<(), SendError<T>> {
+        let waker = {
+            let mut state = self.chan.lock();
+            if !state.receiver_alive {
+                return Err(SendError(value));
+            }
+            state.queue.push_back(value);
+            state.receiver.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+        Ok(())
+    }
+}
+
+impl<T> Receiver<T> {
+    /// The next value; `None` once every sender is dropped and the queue is empty.
+    pub async fn recv(&mut self) -> Option<T> {
+        poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    /// Polls for the next value.
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        let mut state = self.chan.lock();
+        if let Some(v) = state.queue.pop_front() {
+            return Poll::Ready(Some(v));
+        }
+        if state.senders == 0 {
+            return Poll::Ready(None);
+        }
+        match &state.receiver {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => state.receiver = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
+    /// The next value if one is queued.
+    pub fn try_recv(&mut self) -> Option<T> {
+        self.chan.lock().queue.pop_front()
+    }
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        self.chan.lock().senders += 1;
+        Sender {
+            chan: self.chan.clone(),
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        let waker = {
+            let mut state = self.chan.lock();
+            state.senders -= 1;
+            if state.senders == 0 {
+                state.receiver.take()
+            } else {
+                None
+            }
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        let mut state = self.chan.lock();
+        state.receiver_alive = false;
+        state.queue.clear();
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sender").finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receiver").finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Debug for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SendError(..)")
+    }
+}
+
+impl<T> fmt::Display for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the receiver was dropped")
+    }
+}
+
+impl<T> std::error::Error for SendError<T> {}

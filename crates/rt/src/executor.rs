@@ -1,0 +1,358 @@
+//! The per-worker executor: a task slab, a local run queue, and the loop that drives them.
+//!
+//! Every worker thread owns one [`Core`], reachable through a thread-local. Tasks never leave
+//! the worker that spawned them, so their futures need not be `Send`. What crosses threads is
+//! small and `Send`: a task's [`Header`] (inside its `Waker`) and the worker's [`Shared`] inbox.
+//!
+//! Waking a task pushes its id onto the local run queue when the waker runs on the owning
+//! worker, and onto the worker's mutex-protected inbox plus an eventfd write otherwise. The
+//! `scheduled` flag keeps a task from being queued twice between two polls.
+//!
+//! The loop ([`Core::run`]) fits on a screen: run up to [`BUDGET`] tasks, take the inbox, ask
+//! the reactor for I/O (without blocking when tasks are ready), fire due timers, repeat.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Instant;
+
+use slab::Slab;
+
+use crate::reactor::Reactor;
+use crate::runtime::RuntimeShared;
+use crate::task::{JoinHandle, JoinState, TaskFuture};
+use crate::time::Timers;
+
+/// Tasks polled per loop turn before the reactor is checked, so a busy worker still sees I/O.
+const BUDGET: usize = 256;
+
+/// Slab index in the low 32 bits, a generation in the high 32: a stale waker of a finished task
+/// never polls the task that reused its slot.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct TaskId(u64);
+
+impl TaskId {
+    fn index(self) -> usize {
+        (self.0 & 0xffff_ffff) as usize
+    }
+}
+
+/// What other threads may touch of a worker: its inbox and the eventfd that wakes it.
+pub(crate) struct Shared {
+    /// Unique across all cores ever created; compared with `CURRENT_CORE` to tell local wakes.
+    uid: usize,
+    inbox: Mutex<Inbox>,
+    /// True while an eventfd write is pending or the inbox is being taken: later senders skip
+    /// the syscall.
+    notified: AtomicBool,
+    pub(crate) notifier: crate::reactor::Notifier,
+}
+
+#[derive(Default)]
+struct Inbox {
+    wakes: Vec<TaskId>,
+    spawns: Vec<Box<dyn FnOnce() + Send>>,
+}
+
+/// A task's thread-safe identity; it is what a `Waker` holds.
+struct Header {
+    id: TaskId,
+    scheduled: AtomicBool,
+    worker: Arc<Shared>,
+}
+
+struct TaskSlot {
+    id: TaskId,
+    header: Arc<Header>,
+    waker: Waker,
+    future: RefCell<Pin<Box<dyn Future<Output = ()>>>>,
+}
+
+/// One worker's executor state. Lives on its thread only.
+pub(crate) struct Core {
+    pub(crate) index: usize,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) runtime: Arc<RuntimeShared>,
+    run_queue: RefCell<VecDeque<TaskId>>,
+    tasks: RefCell<Slab<Rc<TaskSlot>>>,
+    next_generation: Cell<u32>,
+    pub(crate) reactor: Reactor,
+    pub(crate) timers: Timers,
+}
+
+static NEXT_UID: AtomicUsize = AtomicUsize::new(1);
+
+thread_local! {
+    static CORE: RefCell<Option<Rc<Core>>> = const { RefCell::new(None) };
+    static CURRENT_UID: Cell<usize> = const { Cell::new(0) };
+}
+
+impl Shared {
+    pub(crate) fn new() -> std::io::Result<Arc<Shared>> {
+        Ok(Arc::new(Shared {
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            inbox: Mutex::new(Inbox::default()),
+            notified: AtomicBool::new(false),
+            notifier: crate::reactor::Notifier::new()?,
+        }))
+    }
+
+    fn schedule(&self, id: TaskId) {
+        if CURRENT_UID.with(Cell::get) == self.uid {
+            with_core(|core| core.run_queue.borrow_mut().push_back(id));
+        } else {
+            self.lock_inbox().wakes.push(id);
+            self.notify();
+        }
+    }
+
+    /// Runs `f` on this worker (it spawns the task there).
+    pub(crate) fn send_spawn(&self, f: Box<dyn FnOnce() + Send>) {
+        self.lock_inbox().spawns.push(f);
+        self.notify();
+    }
+
+    fn notify(&self) {
+        if !self.notified.swap(true, Ordering::AcqRel) {
+            self.notifier.wake();
+        }
+    }
+
+    fn lock_inbox(&self) -> std::sync::MutexGuard<'_, Inbox> {
+        // Only pushes and a swap run under the lock; nothing there panics mid-update.
+        self.inbox.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Wake for Header {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.scheduled.swap(true, Ordering::AcqRel) {
+            self.worker.schedule(self.id);
+        }
+    }
+}
+
+/// Runs `f` with the current worker's core.
+///
+/// # Panics
+/// Outside a volt-rt worker (neither inside `Runtime::run` nor `block_on`).
+pub(crate) fn with_core<R>(f: impl FnOnce(&Core) -> R) -> R {
+    CORE.with(|c| {
+        let c = c.borrow();
+        let core = c
+            .as_ref()
+            .expect("must be called from a volt-rt worker (inside Runtime::run or block_on)");
+        f(core)
+    })
+}
+
+/// Like [`with_core`], but `None` outside a worker (used by destructors, which may run anywhere).
+pub(crate) fn try_with_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
+    CORE.try_with(|c| c.borrow().as_ref().map(|core| f(core)))
+        .ok()
+        .flatten()
+}
+
+/// Spawns a task on the current worker. The future need not be `Send`.
+///
+/// # Panics
+/// Outside a volt-rt worker.
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    let state = JoinState::new();
+    let handle = state.handle();
+    with_core(|core| core.spawn_with_state(future, state));
+    handle
+}
+
+impl Core {
+    pub(crate) fn new(
+        index: usize,
+        shared: Arc<Shared>,
+        runtime: Arc<RuntimeShared>,
+    ) -> std::io::Result<Core> {
+        let reactor = Reactor::new(&shared.notifier)?;
+        Ok(Core {
+            index,
+            shared,
+            runtime,
+            run_queue: RefCell::new(VecDeque::with_capacity(256)),
+            tasks: RefCell::new(Slab::with_capacity(256)),
+            next_generation: Cell::new(0),
+            reactor,
+            timers: Timers::default(),
+        })
+    }
+
+    pub(crate) fn spawn_with_state<F>(&self, future: F, state: Arc<JoinState<F::Output>>)
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        let mut tasks = self.tasks.borrow_mut();
+        let entry = tasks.vacant_entry();
+        let generation = self.next_generation.get().wrapping_add(1);
+        self.next_generation.set(generation);
+        let id = TaskId(u64::from(generation) << 32 | entry.key() as u64);
+        let header = Arc::new(Header {
+            id,
+            scheduled: AtomicBool::new(true),
+            worker: self.shared.clone(),
+        });
+        let waker = Waker::from(header.clone());
+        state.set_task_waker(waker.clone());
+        entry.insert(Rc::new(TaskSlot {
+            id,
+            header,
+            waker,
+            future: RefCell::new(Box::pin(TaskFuture::new(future, state))),
+        }));
+        drop(tasks);
+        self.run_queue.borrow_mut().push_back(id);
+    }
+
+    fn poll_task(&self, id: TaskId) {
+        let slot = match self.tasks.borrow().get(id.index()) {
+            Some(slot) if slot.id == id => slot.clone(),
+            _ => return, // finished already; a stale wake
+        };
+        slot.header.scheduled.store(false, Ordering::Release);
+        let mut cx = Context::from_waker(&slot.waker);
+        let done = slot.future.borrow_mut().as_mut().poll(&mut cx).is_ready();
+        if done {
+            // Dropped outside the slab borrow: its destructor may spawn or touch the reactor.
+            let task = self.tasks.borrow_mut().remove(id.index());
+            drop(task);
+        }
+    }
+
+    /// Takes what other threads sent: task wakes and spawns.
+    fn drain_inbox(&self) {
+        if !self.shared.notified.load(Ordering::Acquire) {
+            return;
+        }
+        self.shared.notifier.reset();
+        // Cleared before taking the inbox: a sender that pushes after the take sees `false` and
+        // writes the eventfd again, so no wake is lost.
+        self.shared.notified.store(false, Ordering::Release);
+        let inbox = std::mem::take(&mut *self.shared.lock_inbox());
+        self.run_queue.borrow_mut().extend(inbox.wakes);
+        for spawn in inbox.spawns {
+            spawn();
+        }
+    }
+
+    /// Drives tasks, I/O and timers until `done` says the main task finished.
+    fn run(&self, done: impl Fn() -> bool) {
+        loop {
+            for _ in 0..BUDGET {
+                let Some(id) = self.run_queue.borrow_mut().pop_front() else {
+                    break;
+                };
+                self.poll_task(id);
+            }
+            if done() {
+                return;
+            }
+            self.drain_inbox();
+            let timeout = if self.run_queue.borrow().is_empty() && !done() {
+                self.timers.next_deadline()
+            } else {
+                Some(Instant::now())
+            };
+            self.reactor.poll(timeout);
+            self.timers.fire_due(Instant::now());
+            self.drain_inbox();
+        }
+    }
+}
+
+/// Installs `core` on this thread, runs `future` as its main task until it finishes, then drops
+/// every task left (with the core still installed, so their destructors can deregister).
+pub(crate) fn run_core<F: Future>(core: Core, future: F) -> F::Output {
+    let core = Rc::new(core);
+    let previous_uid = CURRENT_UID.with(|u| u.replace(core.shared.uid));
+    CORE.with(|c| {
+        let mut c = c.borrow_mut();
+        assert!(
+            c.is_none(),
+            "block_on inside a volt-rt worker would deadlock it"
+        );
+        *c = Some(core.clone());
+    });
+    struct Uninstall(usize);
+    impl Drop for Uninstall {
+        fn drop(&mut self) {
+            // Remaining tasks go first, while the core is still reachable.
+            let tasks: Vec<_> =
+                try_with_core(|core| core.tasks.borrow_mut().drain().collect()).unwrap_or_default();
+            drop(tasks);
+            CORE.with(|c| c.borrow_mut().take());
+            CURRENT_UID.with(|u| u.set(self.0));
+        }
+    }
+    let _uninstall = Uninstall(previous_uid);
+
+    // The main future is not `'static`, so it is polled here rather than spawned.
+    let mut future = std::pin::pin!(future);
+    let main_woken = Arc::new(MainWaker {
+        woken: AtomicBool::new(true),
+        worker: core.shared.clone(),
+    });
+    let waker = Waker::from(main_woken.clone());
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        if main_woken.woken.swap(false, Ordering::AcqRel) {
+            if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+                return out;
+            }
+        }
+        core.run(|| main_woken.woken.load(Ordering::Acquire));
+    }
+}
+
+/// Wakes the main future of `block_on`/`Runtime::run`: a flag the loop checks each turn.
+struct MainWaker {
+    woken: AtomicBool,
+    worker: Arc<Shared>,
+}
+
+impl Wake for MainWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.woken.swap(true, Ordering::AcqRel)
+            && CURRENT_UID.with(Cell::get) != self.worker.uid
+        {
+            self.worker.notify();
+        }
+    }
+}
+
+/// Yields once to the executor, letting other ready tasks run.
+pub async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            return Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await
+}

@@ -1,0 +1,69 @@
+//! A small thread-per-core async runtime: one executor and one epoll reactor per worker thread.
+//!
+//! # Overview
+//!
+//! - [`Runtime`] starts `n` worker threads (optionally pinned to cores) and runs the same async
+//!   function on each: [`Runtime::run`]. [`block_on`] runs one future on the current thread.
+//! - [`spawn`] starts a task on the current worker. Tasks never migrate, so they may be `!Send`.
+//!   The [`JoinHandle`] is awaitable, can [`abort`](JoinHandle::abort), and reports a panic as
+//!   a [`JoinError`] while the worker keeps running.
+//! - [`spawn_on`] / [`Handle::spawn_on`] start a task on another worker; [`channel`] carries
+//!   messages between workers. Wakeups across threads go through each worker's eventfd.
+//! - [`spawn_blocking`] runs blocking code on a bounded thread pool.
+//! - [`time`]: `sleep`, `sleep_until`, `timeout`, `interval`, one timer map per worker.
+//! - [`net`]: TCP and Unix sockets. Streams expose readiness ([`net::TcpStream::try_read`],
+//!   [`net::TcpStream::readable`]) so protocol code can read until it would block and write
+//!   once; with the default features they implement `tokio::io` and `futures_io`'s
+//!   `AsyncRead`/`AsyncWrite`, so crates such as `h2` and `tokio-rustls` run on them.
+//! - [`signal::shutdown_signal`] completes on SIGINT/SIGTERM; [`Handle::stop`] asks every
+//!   worker's main future to wind down through [`Handle::stopped`].
+//!
+//! # Example
+//!
+//! An echo server with a listener per worker (`SO_REUSEPORT`), talked to by a client task:
+//!
+//! ```
+//! use volt_rt::net::{ListenOptions, TcpStream};
+//!
+//! volt_rt::block_on(async {
+//!     let listener = ListenOptions::new().reuse_port(true).bind("127.0.0.1:0").unwrap();
+//!     let addr = listener.local_addr().unwrap();
+//!     volt_rt::spawn(async move {
+//!         let (conn, _) = listener.accept().await.unwrap();
+//!         let mut buf = vec![0; 1024];
+//!         loop {
+//!             let n = conn.read(&mut buf).await.unwrap();
+//!             if n == 0 { break; }
+//!             conn.write_all(&buf[..n]).await.unwrap();
+//!         }
+//!     });
+//!     let client = TcpStream::connect(addr).await.unwrap();
+//!     client.write_all(b"ping").await.unwrap();
+//!     let mut buf = [0; 4];
+//!     let n = client.read(&mut buf).await.unwrap();
+//!     assert_eq!(&buf[..n], b"ping");
+//! });
+//! ```
+//!
+//! # Layout
+//!
+//! `executor` (tasks, run queue, the loop), `task` (join handles), `reactor` (epoll),
+//! `time`, `net`, `blocking`, `channel`, `signal`, `runtime` (workers and the builder).
+//! The only `unsafe` is the pin projection in `task.rs`; syscalls go through `rustix`.
+
+mod blocking;
+mod channel;
+mod executor;
+pub mod future;
+pub mod net;
+mod reactor;
+mod runtime;
+pub mod signal;
+mod task;
+pub mod time;
+
+pub use blocking::spawn_blocking;
+pub use channel::{channel, Receiver, SendError, Sender};
+pub use executor::{spawn, yield_now};
+pub use runtime::{block_on, spawn_on, worker_index, Builder, Handle, Runtime, Stopped};
+pub use task::{JoinError, JoinHandle};

@@ -1,0 +1,12 @@
+//! Sockets on the worker's reactor: TCP and Unix-domain streams and listeners.
+//!
+//! Streams are `!Send`: each is registered with the worker that created it. To hand a connection
+//! to another worker, pass the std socket (`into_std` is not offered yet; accept there instead
+//! with a `SO_REUSEPORT` listener per worker, which is the intended design).
+
+mod source;
+mod tcp;
+mod unix;
+
+pub use tcp::{ListenOptions, TcpListener, TcpStream};
+pub use unix::{UnixListener, UnixStream};

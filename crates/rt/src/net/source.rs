@@ -1,0 +1,378 @@
+//! A non-blocking descriptor registered with the current worker's reactor, and the stream I/O
+//! every socket type shares.
+
+use std::future::poll_fn;
+use std::io::{self, IoSlice};
+use std::marker::PhantomData;
+use std::net::Shutdown;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::task::{Context, Poll};
+
+use crate::executor::{try_with_core, with_core};
+use crate::reactor::{Direction, READABLE, WRITABLE};
+
+/// An fd plus its reactor token. `!Send`: the registration belongs to this worker.
+pub(crate) struct Source {
+    fd: OwnedFd,
+    token: usize,
+    _local: PhantomData<*const ()>,
+}
+
+impl Source {
+    /// Registers `fd` (already non-blocking), assuming it is ready both ways until told otherwise.
+    pub(crate) fn new(fd: OwnedFd) -> io::Result<Source> {
+        Self::with_readiness(fd, READABLE | WRITABLE)
+    }
+
+    pub(crate) fn with_readiness(fd: OwnedFd, ready: u8) -> io::Result<Source> {
+        let token = with_core(|core| core.reactor.register(fd.as_fd(), ready))?;
+        Ok(Source {
+            fd,
+            token,
+            _local: PhantomData,
+        })
+    }
+
+    pub(crate) fn poll_ready(&self, cx: &Context<'_>, dir: Direction) -> Poll<()> {
+        with_core(|core| core.reactor.poll_ready(self.token, dir, cx))
+    }
+
+    pub(crate) fn clear_ready(&self, dir: Direction) {
+        with_core(|core| core.reactor.clear_ready(self.token, dir));
+    }
+
+    /// Runs `op` once the fd is ready in `dir`, retrying after each `EAGAIN` edge.
+    pub(crate) fn poll_io<R>(
+        &self,
+        cx: &Context<'_>,
+        dir: Direction,
+        mut op: impl FnMut(&OwnedFd) -> rustix::io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        loop {
+            if self.poll_ready(cx, dir).is_pending() {
+                return Poll::Pending;
+            }
+            match op(&self.fd) {
+                Err(rustix::io::Errno::AGAIN) => self.clear_ready(dir),
+                Err(rustix::io::Errno::INTR) => {}
+                result => return Poll::Ready(result.map_err(io::Error::from)),
+            }
+        }
+    }
+
+    /// Tries `op` once without waiting: `WouldBlock` when the fd is not ready.
+    pub(crate) fn try_io<R>(
+        &self,
+        dir: Direction,
+        op: impl FnOnce(&OwnedFd) -> rustix::io::Result<R>,
+    ) -> io::Result<R> {
+        match op(&self.fd) {
+            Err(rustix::io::Errno::AGAIN) => {
+                self.clear_ready(dir);
+                Err(io::ErrorKind::WouldBlock.into())
+            }
+            result => result.map_err(io::Error::from),
+        }
+    }
+
+    pub(crate) async fn ready(&self, dir: Direction) {
+        poll_fn(|cx| self.poll_ready(cx, dir)).await
+    }
+
+    // Stream I/O shared by TCP and Unix streams.
+
+    pub(crate) fn poll_read(&self, cx: &Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        let len = buf.len();
+        let result = self.poll_io(cx, Direction::Read, |fd| rustix::io::read(fd, &mut *buf));
+        // A short read on a stream socket means its receive queue is empty: skip the EAGAIN
+        // syscall the next read would make. The edge-triggered registration reports new data.
+        if let Poll::Ready(Ok(n)) = result {
+            if n > 0 && n < len {
+                self.clear_ready(Direction::Read);
+            }
+        }
+        result
+    }
+
+    /// Reads into the spare capacity of `buf` (growing it by 4 KiB when it has none), appending.
+    pub(crate) fn poll_read_buf(
+        &self,
+        cx: &Context<'_>,
+        buf: &mut Vec<u8>,
+    ) -> Poll<io::Result<usize>> {
+        if buf.capacity() == buf.len() {
+            buf.reserve(4096);
+        }
+        let spare = buf.capacity() - buf.len();
+        let result = self.poll_io(cx, Direction::Read, |fd| {
+            rustix::io::read(fd, rustix::buffer::spare_capacity(&mut *buf))
+        });
+        if let Poll::Ready(Ok(n)) = result {
+            if n > 0 && n < spare {
+                self.clear_ready(Direction::Read);
+            }
+        }
+        result
+    }
+
+    pub(crate) fn poll_write(&self, cx: &Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let result = self.poll_io(cx, Direction::Write, |fd| rustix::io::write(fd, buf));
+        // A short write means the send buffer is full.
+        if let Poll::Ready(Ok(n)) = result {
+            if n < buf.len() {
+                self.clear_ready(Direction::Write);
+            }
+        }
+        result
+    }
+
+    pub(crate) fn poll_write_vectored(
+        &self,
+        cx: &Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        let result = self.poll_io(cx, Direction::Write, |fd| rustix::io::writev(fd, bufs));
+        if let Poll::Ready(Ok(n)) = result {
+            if n < total {
+                self.clear_ready(Direction::Write);
+            }
+        }
+        result
+    }
+
+    pub(crate) fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        let how = match how {
+            Shutdown::Read => rustix::net::Shutdown::Read,
+            Shutdown::Write => rustix::net::Shutdown::Write,
+            Shutdown::Both => rustix::net::Shutdown::Both,
+        };
+        match rustix::net::shutdown(&self.fd, how) {
+            Ok(()) | Err(rustix::io::Errno::NOTCONN) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl AsFd for Source {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl Drop for Source {
+    fn drop(&mut self) {
+        try_with_core(|core| core.reactor.deregister(self.token, self.fd.as_fd()));
+    }
+}
+
+/// Implements the public stream methods (inherent, `tokio::io` and `futures_io` traits) on a
+/// stream type with a `source: Source` field. TCP and Unix streams share all of it.
+macro_rules! stream_io {
+    ($ty:ty) => {
+        impl $ty {
+            /// Reads into `buf`; `Ok(0)` means the peer closed its side.
+            pub async fn read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+                std::future::poll_fn(|cx| self.source.poll_read(cx, buf)).await
+            }
+
+            /// Reads into the spare capacity of `buf`, appending; returns the bytes read.
+            /// Reserves 4 KiB first if `buf` is full.
+            pub async fn read_buf(&self, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+                std::future::poll_fn(|cx| self.source.poll_read_buf(cx, buf)).await
+            }
+
+            /// Writes some of `buf`, returning how much.
+            pub async fn write(&self, buf: &[u8]) -> std::io::Result<usize> {
+                std::future::poll_fn(|cx| self.source.poll_write(cx, buf)).await
+            }
+
+            /// Writes all of `buf`.
+            pub async fn write_all(&self, mut buf: &[u8]) -> std::io::Result<()> {
+                while !buf.is_empty() {
+                    let n = self.write(buf).await?;
+                    if n == 0 {
+                        return Err(std::io::ErrorKind::WriteZero.into());
+                    }
+                    buf = &buf[n..];
+                }
+                Ok(())
+            }
+
+            /// Writes from several buffers in one syscall, returning how much was written.
+            pub async fn write_vectored(
+                &self,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::io::Result<usize> {
+                std::future::poll_fn(|cx| self.source.poll_write_vectored(cx, bufs)).await
+            }
+
+            /// Polls a read into `buf`.
+            pub fn poll_read(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.source.poll_read(cx, buf)
+            }
+
+            /// Polls a read into the spare capacity of `buf`.
+            pub fn poll_read_buf(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut Vec<u8>,
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.source.poll_read_buf(cx, buf)
+            }
+
+            /// Polls a write of `buf`.
+            pub fn poll_write(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.source.poll_write(cx, buf)
+            }
+
+            /// Reads now if data is there: `WouldBlock` otherwise (then await [`Self::readable`]).
+            pub fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+                self.source.try_io($crate::reactor::Direction::Read, |fd| {
+                    rustix::io::read(fd, buf)
+                })
+            }
+
+            /// Writes now if there is room: `WouldBlock` otherwise (then await
+            /// [`Self::writable`]).
+            pub fn try_write(&self, buf: &[u8]) -> std::io::Result<usize> {
+                self.source.try_io($crate::reactor::Direction::Write, |fd| {
+                    rustix::io::write(fd, buf)
+                })
+            }
+
+            /// Waits until a read may make progress (data, end of stream, or an error).
+            pub async fn readable(&self) {
+                self.source.ready($crate::reactor::Direction::Read).await
+            }
+
+            /// Waits until a write may make progress.
+            pub async fn writable(&self) {
+                self.source.ready($crate::reactor::Direction::Write).await
+            }
+
+            /// Shuts down the read, write or both halves.
+            pub fn shutdown(&self, how: std::net::Shutdown) -> std::io::Result<()> {
+                self.source.shutdown(how)
+            }
+        }
+
+        impl std::os::fd::AsFd for $ty {
+            fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+                self.source.as_fd()
+            }
+        }
+
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut tokio::io::ReadBuf<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                // `initialize_unfilled` zeroes only the part never initialized before, once per
+                // buffer, which keeps this adapter free of unsafe code.
+                let unfilled = buf.initialize_unfilled();
+                match self.source.poll_read(cx, unfilled) {
+                    std::task::Poll::Ready(Ok(n)) => {
+                        buf.advance(n);
+                        std::task::Poll::Ready(Ok(()))
+                    }
+                    std::task::Poll::Ready(Err(e)) => std::task::Poll::Ready(Err(e)),
+                    std::task::Poll::Pending => std::task::Poll::Pending,
+                }
+            }
+        }
+
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.source.poll_write(cx, buf)
+            }
+
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.source.poll_write_vectored(cx, bufs)
+            }
+
+            fn is_write_vectored(&self) -> bool {
+                true
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(self.source.shutdown(std::net::Shutdown::Write))
+            }
+        }
+
+        #[cfg(feature = "futures-io")]
+        impl futures_io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.source.poll_read(cx, buf)
+            }
+        }
+
+        #[cfg(feature = "futures-io")]
+        impl futures_io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.source.poll_write(cx, buf)
+            }
+
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.source.poll_write_vectored(cx, bufs)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(self.source.shutdown(std::net::Shutdown::Write))
+            }
+        }
+    };
+}
+
+pub(crate) use stream_io;

@@ -1,0 +1,219 @@
+//! TCP listeners and streams.
+
+use std::fmt;
+use std::future::poll_fn;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::net::{sockopt, AddressFamily, SocketFlags, SocketType};
+
+use super::source::{stream_io, Source};
+use crate::reactor::{Direction, READABLE};
+
+/// How a [`TcpListener`] is bound. `SO_REUSEADDR` is always on.
+#[derive(Clone, Debug)]
+pub struct ListenOptions {
+    reuse_port: bool,
+    backlog: i32,
+}
+
+impl Default for ListenOptions {
+    fn default() -> Self {
+        ListenOptions {
+            reuse_port: false,
+            backlog: 1024,
+        }
+    }
+}
+
+impl ListenOptions {
+    /// Defaults: no `SO_REUSEPORT`, backlog 1024.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `SO_REUSEPORT`, so every worker can bind its own listener on the same port and the
+    /// kernel spreads new connections over them.
+    pub fn reuse_port(mut self, on: bool) -> Self {
+        self.reuse_port = on;
+        self
+    }
+
+    /// The accept queue length passed to `listen(2)` (capped by `net.core.somaxconn`).
+    pub fn backlog(mut self, backlog: u32) -> Self {
+        self.backlog = backlog.min(i32::MAX as u32) as i32;
+        self
+    }
+
+    /// Binds a listener on the current worker.
+    pub fn bind(&self, addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        let mut last_err = None;
+        for addr in addr.to_socket_addrs()? {
+            match self.bind_one(addr) {
+                Ok(l) => return Ok(l),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err
+            .unwrap_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no addresses to bind")))
+    }
+
+    fn bind_one(&self, addr: SocketAddr) -> io::Result<TcpListener> {
+        let fd = new_socket(addr)?;
+        sockopt::set_socket_reuseaddr(&fd, true)?;
+        if self.reuse_port {
+            sockopt::set_socket_reuseport(&fd, true)?;
+        }
+        rustix::net::bind(&fd, &addr)?;
+        rustix::net::listen(&fd, self.backlog)?;
+        Ok(TcpListener {
+            source: Source::new(fd)?,
+        })
+    }
+}
+
+fn new_socket(addr: SocketAddr) -> io::Result<OwnedFd> {
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::INET,
+        SocketAddr::V6(_) => AddressFamily::INET6,
+    };
+    Ok(rustix::net::socket_with(
+        family,
+        SocketType::STREAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    )?)
+}
+
+fn to_std_addr(addr: rustix::net::SocketAddrAny) -> io::Result<SocketAddr> {
+    SocketAddr::try_from(addr).map_err(|_| io::Error::other("not an IP socket address"))
+}
+
+/// A TCP listener registered with the current worker.
+pub struct TcpListener {
+    source: Source,
+}
+
+impl TcpListener {
+    /// Binds with default [`ListenOptions`] (no `SO_REUSEPORT`, backlog 1024).
+    pub fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        ListenOptions::new().bind(addr)
+    }
+
+    /// Takes over a bound, listening std socket (it is made non-blocking).
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        listener.set_nonblocking(true)?;
+        Ok(TcpListener {
+            source: Source::new(OwnedFd::from(listener))?,
+        })
+    }
+
+    /// Waits for a connection.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let (fd, addr) = poll_fn(|cx| {
+            self.source.poll_io(cx, Direction::Read, |fd| {
+                rustix::net::acceptfrom_with(fd, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC)
+            })
+        })
+        .await?;
+        let addr = match addr {
+            Some(a) => to_std_addr(a)?,
+            None => return Err(io::Error::other("accepted socket without a peer address")),
+        };
+        Ok((TcpStream::from_fd(fd)?, addr))
+    }
+
+    /// The address this listener is bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        to_std_addr(rustix::net::getsockname(self.source.as_fd())?)
+    }
+}
+
+impl fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpListener")
+            .field("local_addr", &self.local_addr().ok())
+            .finish()
+    }
+}
+
+/// A TCP connection registered with the current worker.
+///
+/// I/O methods take `&self`, so one task may read while another writes.
+pub struct TcpStream {
+    source: Source,
+}
+
+impl TcpStream {
+    fn from_fd(fd: OwnedFd) -> io::Result<TcpStream> {
+        Ok(TcpStream {
+            source: Source::new(fd)?,
+        })
+    }
+
+    /// Connects to the first address of `addr` that accepts.
+    pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        let mut last_err = None;
+        for addr in addr.to_socket_addrs()? {
+            match Self::connect_one(addr).await {
+                Ok(s) => return Ok(s),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.unwrap_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "no addresses to connect to")
+        }))
+    }
+
+    async fn connect_one(addr: SocketAddr) -> io::Result<TcpStream> {
+        let fd = new_socket(addr)?;
+        match rustix::net::connect(&fd, &addr) {
+            Ok(()) => return Self::from_fd(fd),
+            Err(rustix::io::Errno::INPROGRESS) => {}
+            Err(e) => return Err(e.into()),
+        }
+        // Not writable until the handshake completes; readable is fine to assume.
+        let source = Source::with_readiness(fd, READABLE)?;
+        source.ready(Direction::Write).await;
+        match sockopt::socket_error(&source)? {
+            Ok(()) => Ok(TcpStream { source }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Takes over a connected std socket (it is made non-blocking).
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        stream.set_nonblocking(true)?;
+        Self::from_fd(OwnedFd::from(stream))
+    }
+
+    /// Sets `TCP_NODELAY` (no Nagle delay for small writes).
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        Ok(sockopt::set_tcp_nodelay(&self.source, on)?)
+    }
+
+    /// The remote address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        match rustix::net::getpeername(&self.source)? {
+            Some(a) => to_std_addr(a),
+            None => Err(io::ErrorKind::NotConnected.into()),
+        }
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        to_std_addr(rustix::net::getsockname(&self.source)?)
+    }
+}
+
+stream_io!(TcpStream);
+
+impl fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpStream")
+            .field("local_addr", &self.local_addr().ok())
+            .field("peer_addr", &self.peer_addr().ok())
+            .finish()
+    }
+}

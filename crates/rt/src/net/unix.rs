@@ -1,0 +1,110 @@
+//! Unix-domain stream sockets.
+
+use std::fmt;
+use std::future::poll_fn;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
+
+use super::source::{stream_io, Source};
+use crate::reactor::{Direction, READABLE};
+
+fn new_socket() -> io::Result<OwnedFd> {
+    Ok(rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    )?)
+}
+
+/// A Unix-domain stream listener registered with the current worker.
+pub struct UnixListener {
+    source: Source,
+}
+
+impl UnixListener {
+    /// Binds to `path` (which must not exist) and listens.
+    pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
+        let fd = new_socket()?;
+        rustix::net::bind(&fd, &SocketAddrUnix::new(path.as_ref())?)?;
+        rustix::net::listen(&fd, 1024)?;
+        Ok(UnixListener {
+            source: Source::new(fd)?,
+        })
+    }
+
+    /// Waits for a connection.
+    pub async fn accept(&self) -> io::Result<UnixStream> {
+        let fd = poll_fn(|cx| {
+            self.source.poll_io(cx, Direction::Read, |fd| {
+                rustix::net::accept_with(fd, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC)
+            })
+        })
+        .await?;
+        Ok(UnixStream {
+            source: Source::new(fd)?,
+        })
+    }
+}
+
+impl fmt::Debug for UnixListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UnixListener").finish_non_exhaustive()
+    }
+}
+
+/// A Unix-domain stream socket registered with the current worker.
+pub struct UnixStream {
+    source: Source,
+}
+
+impl UnixStream {
+    /// Connects to the listener at `path`.
+    pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
+        let fd = new_socket()?;
+        match rustix::net::connect(&fd, &SocketAddrUnix::new(path.as_ref())?) {
+            Ok(()) => {
+                return Ok(UnixStream {
+                    source: Source::new(fd)?,
+                })
+            }
+            Err(rustix::io::Errno::INPROGRESS) | Err(rustix::io::Errno::AGAIN) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let source = Source::with_readiness(fd, READABLE)?;
+        source.ready(Direction::Write).await;
+        match rustix::net::sockopt::socket_error(&source)? {
+            Ok(()) => Ok(UnixStream { source }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A connected pair, both ends on the current worker.
+    pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
+        let (a, b) = rustix::net::socketpair(
+            AddressFamily::UNIX,
+            SocketType::STREAM,
+            SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+            None,
+        )?;
+        Ok((
+            UnixStream {
+                source: Source::new(a)?,
+            },
+            UnixStream {
+                source: Source::new(b)?,
+            },
+        ))
+    }
+}
+
+stream_io!(UnixStream);
+
+impl fmt::Debug for UnixStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UnixStream").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,329 @@
+//! The runtime: a set of worker threads, each running its own executor and reactor.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use slab::Slab;
+
+use crate::executor::{run_core, with_core, Core, Shared};
+use crate::task::{JoinHandle, JoinState};
+
+/// Configures a [`Runtime`].
+#[derive(Debug, Clone)]
+pub struct Builder {
+    workers: usize,
+    pin_to_cores: bool,
+    thread_name: String,
+    max_blocking_threads: Option<usize>,
+}
+
+impl Builder {
+    /// The number of worker threads (default: the CPUs this process may use).
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = n.max(1);
+        self
+    }
+
+    /// Pins worker `i` to the `i`-th CPU this process may run on (default: off).
+    pub fn pin_to_cores(mut self, on: bool) -> Self {
+        self.pin_to_cores = on;
+        self
+    }
+
+    /// The name prefix of worker threads (default `volt-worker`).
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// Caps the threads of the process-wide blocking pool (default 64).
+    pub fn max_blocking_threads(mut self, n: usize) -> Self {
+        self.max_blocking_threads = Some(n.max(1));
+        self
+    }
+
+    /// Creates the runtime. Worker threads start when [`Runtime::run`] is called.
+    pub fn build(self) -> io::Result<Runtime> {
+        if let Some(n) = self.max_blocking_threads {
+            crate::blocking::set_max_threads(n);
+        }
+        let workers = (0..self.workers)
+            .map(|_| Shared::new())
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Runtime {
+            shared: RuntimeShared::new(workers),
+            pin_to_cores: self.pin_to_cores,
+            thread_name: self.thread_name,
+        })
+    }
+}
+
+/// A set of workers, one thread each, that run the same async function: one event loop per core.
+///
+/// ```
+/// let rt = volt_rt::Runtime::builder().workers(2).build().unwrap();
+/// let results = rt.run(|worker| async move {
+///     let task = volt_rt::spawn(async move { worker * 10 });
+///     task.await.unwrap()
+/// });
+/// assert_eq!(results, vec![0, 10]);
+/// ```
+#[derive(Debug)]
+pub struct Runtime {
+    shared: Arc<RuntimeShared>,
+    pin_to_cores: bool,
+    thread_name: String,
+}
+
+/// What every worker of a runtime shares: each worker's inbox, and the stop signal.
+pub(crate) struct RuntimeShared {
+    workers: Vec<Arc<Shared>>,
+    stopped: AtomicBool,
+    stop_waiters: Mutex<Slab<Waker>>,
+}
+
+impl std::fmt::Debug for RuntimeShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeShared")
+            .field("workers", &self.workers.len())
+            .field("stopped", &self.stopped.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl RuntimeShared {
+    pub(crate) fn new(workers: Vec<Arc<Shared>>) -> Arc<RuntimeShared> {
+        Arc::new(RuntimeShared {
+            workers,
+            stopped: AtomicBool::new(false),
+            stop_waiters: Mutex::new(Slab::new()),
+        })
+    }
+
+    fn waiters(&self) -> std::sync::MutexGuard<'_, Slab<Waker>> {
+        self.stop_waiters.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Runtime {
+    /// A builder with the defaults: one worker per CPU, no pinning.
+    pub fn builder() -> Builder {
+        Builder {
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            pin_to_cores: false,
+            thread_name: "volt-worker".into(),
+            max_blocking_threads: None,
+        }
+    }
+
+    /// Runs `f(worker_index)` on every worker and returns each result, in worker order, once all
+    /// have finished. When a worker's future finishes, tasks it spawned and did not await are
+    /// dropped. A panic in a worker's main future is resumed here after all workers finished.
+    pub fn run<F, Fut>(&self, f: F) -> Vec<Fut::Output>
+    where
+        F: Fn(usize) -> Fut + Sync,
+        Fut: Future,
+        Fut::Output: Send,
+    {
+        let cpus = if self.pin_to_cores {
+            allowed_cpus()
+        } else {
+            Vec::new()
+        };
+        let f = &f;
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = self
+                .shared
+                .workers
+                .iter()
+                .enumerate()
+                .map(|(index, shared)| {
+                    let cpu = (!cpus.is_empty()).then(|| cpus[index % cpus.len()]);
+                    let runtime = self.shared.clone();
+                    std::thread::Builder::new()
+                        .name(format!("{}-{index}", self.thread_name))
+                        .spawn_scoped(scope, move || {
+                            if let Some(cpu) = cpu {
+                                pin_current_thread(cpu);
+                            }
+                            let core = Core::new(index, shared.clone(), runtime)
+                                .expect("creating the worker's epoll instance");
+                            run_core(core, f(index))
+                        })
+                        .expect("spawning a worker thread")
+                })
+                .collect();
+            let results: Vec<_> = threads.into_iter().map(|t| t.join()).collect();
+            results
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    }
+
+    /// A handle to spawn onto workers and stop them, usable from any thread.
+    pub fn handle(&self) -> Handle {
+        Handle {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Runs `future` to completion on the current thread, as a runtime of one worker.
+///
+/// ```
+/// let answer = volt_rt::block_on(async {
+///     volt_rt::time::sleep(std::time::Duration::from_millis(1)).await;
+///     42
+/// });
+/// assert_eq!(answer, 42);
+/// ```
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    let shared = Shared::new().expect("creating an eventfd");
+    let runtime = RuntimeShared::new(vec![shared.clone()]);
+    let core = Core::new(0, shared, runtime).expect("creating an epoll instance");
+    run_core(core, future)
+}
+
+fn allowed_cpus() -> Vec<usize> {
+    match rustix::thread::sched_getaffinity(None) {
+        Ok(set) => (0..rustix::thread::CpuSet::MAX_CPU)
+            .filter(|&cpu| set.is_set(cpu))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn pin_current_thread(cpu: usize) {
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    // Pinning is an optimisation: if the kernel refuses (a cgroup limit), run unpinned.
+    let _ = rustix::thread::sched_setaffinity(None, &set);
+}
+
+/// A cloneable, `Send` handle to a runtime's workers.
+#[derive(Clone, Debug)]
+pub struct Handle {
+    shared: Arc<RuntimeShared>,
+}
+
+impl Handle {
+    /// The handle of the runtime running the current worker.
+    ///
+    /// # Panics
+    /// Outside a volt-rt worker.
+    pub fn current() -> Handle {
+        with_core(|core| Handle {
+            shared: core.runtime.clone(),
+        })
+    }
+
+    /// The number of workers.
+    pub fn workers(&self) -> usize {
+        self.shared.workers.len()
+    }
+
+    /// Spawns a task on worker `worker` (modulo the worker count) from any thread. `make` runs
+    /// on that worker and builds the future there, so the future itself need not be `Send`.
+    pub fn spawn_on<F, Fut>(&self, worker: usize, make: F) -> JoinHandle<Fut::Output>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future + 'static,
+        Fut::Output: Send + 'static,
+    {
+        let state = JoinState::new();
+        let handle = state.handle();
+        let target = &self.shared.workers[worker % self.shared.workers.len()];
+        target.send_spawn(Box::new(move || {
+            with_core(|core| core.spawn_with_state(make(), state));
+        }));
+        handle
+    }
+
+    /// Asks every worker to stop: every [`Stopped`] future of this runtime completes. Workers
+    /// finish when their main futures return; this is cooperative, nothing is cancelled.
+    pub fn stop(&self) {
+        self.shared.stopped.store(true, Ordering::Release);
+        let waiters: Vec<Waker> = self.shared.waiters().drain().collect();
+        for w in waiters {
+            w.wake();
+        }
+    }
+
+    /// True once [`Handle::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        self.shared.stopped.load(Ordering::Acquire)
+    }
+
+    /// Completes when [`Handle::stop`] is called (at once if it was).
+    pub fn stopped(&self) -> Stopped {
+        Stopped {
+            shared: self.shared.clone(),
+            key: None,
+        }
+    }
+}
+
+/// The index of the current worker (0 in `block_on`).
+///
+/// # Panics
+/// Outside a volt-rt worker.
+pub fn worker_index() -> usize {
+    with_core(|core| core.index)
+}
+
+/// Spawns on worker `worker` of the current runtime; see [`Handle::spawn_on`].
+///
+/// # Panics
+/// Outside a volt-rt worker.
+pub fn spawn_on<F, Fut>(worker: usize, make: F) -> JoinHandle<Fut::Output>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future + 'static,
+    Fut::Output: Send + 'static,
+{
+    Handle::current().spawn_on(worker, make)
+}
+
+/// Completes when the runtime is asked to stop. See [`Handle::stopped`].
+#[derive(Debug)]
+pub struct Stopped {
+    shared: Arc<RuntimeShared>,
+    key: Option<usize>,
+}
+
+impl Future for Stopped {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.shared.stopped.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        let mut waiters = self.shared.waiters();
+        // Checked again under the lock: `stop` sets the flag before draining the waiters.
+        if self.shared.stopped.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        match self.key {
+            Some(key) if waiters.contains(key) => waiters[key] = cx.waker().clone(),
+            _ => {
+                let key = waiters.insert(cx.waker().clone());
+                drop(waiters);
+                self.key = Some(key);
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            self.shared.waiters().try_remove(key);
+        }
+    }
+}

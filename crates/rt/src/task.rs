@@ -1,0 +1,237 @@
+//! Join handles: how a spawned task hands its result (or its panic) back.
+//!
+//! A task and its [`JoinHandle`] share one [`JoinState`]. The state is behind an `Arc` and a
+//! `Mutex` because the two ends may live on different threads: `spawn_on` runs the task on
+//! another worker and `spawn_blocking` on a pool thread. The mutex is uncontended in the common
+//! case (one writer, once), so it costs about as much as two atomic operations.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+/// Awaits the output of a spawned task.
+///
+/// Dropping the handle detaches the task: it keeps running and its output is dropped.
+pub struct JoinHandle<T> {
+    state: Arc<JoinState<T>>,
+}
+
+/// Why a task did not produce its output.
+pub struct JoinError {
+    kind: JoinErrorKind,
+}
+
+enum JoinErrorKind {
+    Cancelled,
+    Panic(Box<dyn Any + Send + 'static>),
+}
+
+pub(crate) struct JoinState<T> {
+    aborted: AtomicBool,
+    inner: Mutex<JoinInner<T>>,
+}
+
+struct JoinInner<T> {
+    result: Option<Result<T, JoinError>>,
+    /// Set once the result was stored (it may already have been taken by the handle).
+    finished: bool,
+    /// The task awaiting the handle.
+    waiter: Option<Waker>,
+    /// The task itself, woken by `abort` so it notices the flag.
+    task: Option<Waker>,
+}
+
+impl<T> JoinState<T> {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(JoinState {
+            aborted: AtomicBool::new(false),
+            inner: Mutex::new(JoinInner {
+                result: None,
+                finished: false,
+                waiter: None,
+                task: None,
+            }),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, JoinInner<T>> {
+        // A panic never happens while the lock is held (no user code runs under it), so a
+        // poisoned lock still holds consistent data.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn set_task_waker(&self, waker: Waker) {
+        self.lock().task = Some(waker);
+    }
+
+    pub(crate) fn is_aborted(&self) -> bool {
+        self.aborted.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn complete(&self, result: Result<T, JoinError>) {
+        let waiter = {
+            let mut inner = self.lock();
+            inner.result = Some(result);
+            inner.finished = true;
+            inner.task = None;
+            inner.waiter.take()
+        };
+        if let Some(w) = waiter {
+            w.wake();
+        }
+    }
+
+    pub(crate) fn handle(self: &Arc<Self>) -> JoinHandle<T> {
+        JoinHandle {
+            state: self.clone(),
+        }
+    }
+}
+
+impl<T> JoinHandle<T> {
+    /// Asks the task to stop. It is dropped the next time its worker would poll it, and the
+    /// handle then resolves to an error for which [`JoinError::is_cancelled`] is true. A task that
+    /// already finished keeps its output. A blocking task that already started runs to the end.
+    pub fn abort(&self) {
+        self.state.aborted.store(true, Ordering::Release);
+        let task = self.state.lock().task.clone();
+        if let Some(w) = task {
+            w.wake();
+        }
+    }
+
+    /// True once the task has finished (with output, panic or cancellation).
+    pub fn is_finished(&self) -> bool {
+        self.state.lock().finished
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut inner = self.state.lock();
+        if let Some(result) = inner.result.take() {
+            return Poll::Ready(result);
+        }
+        assert!(!inner.finished, "JoinHandle polled after it completed");
+        match &inner.waiter {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => inner.waiter = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+}
+
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+/// The future a spawned task really runs: the user's future, plus abort checks and panic capture.
+pub(crate) struct TaskFuture<F: Future> {
+    future: F,
+    state: Arc<JoinState<F::Output>>,
+}
+
+impl<F: Future> TaskFuture<F> {
+    pub(crate) fn new(future: F, state: Arc<JoinState<F::Output>>) -> Self {
+        TaskFuture { future, state }
+    }
+}
+
+impl<F: Future> Future for TaskFuture<F> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.state.is_aborted() {
+            self.state.complete(Err(JoinError::cancelled()));
+            return Poll::Ready(());
+        }
+        // SAFETY: `future` is structurally pinned: it is never moved out of `TaskFuture`, and
+        // `TaskFuture` has no `Drop` impl or `Unpin` impl that could move it.
+        let future = unsafe { self.as_mut().map_unchecked_mut(|t| &mut t.future) };
+        match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(out)) => {
+                self.state.complete(Ok(out));
+                Poll::Ready(())
+            }
+            Err(payload) => {
+                self.state.complete(Err(JoinError::panic(payload)));
+                Poll::Ready(())
+            }
+        }
+    }
+}
+
+impl JoinError {
+    pub(crate) fn cancelled() -> Self {
+        JoinError {
+            kind: JoinErrorKind::Cancelled,
+        }
+    }
+
+    pub(crate) fn panic(payload: Box<dyn Any + Send + 'static>) -> Self {
+        JoinError {
+            kind: JoinErrorKind::Panic(payload),
+        }
+    }
+
+    /// The task was aborted before it finished.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.kind, JoinErrorKind::Cancelled)
+    }
+
+    /// The task panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self.kind, JoinErrorKind::Panic(_))
+    }
+
+    /// The panic payload, to resume the panic with `std::panic::resume_unwind`.
+    ///
+    /// # Panics
+    /// If the task did not panic.
+    pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
+        match self.kind {
+            JoinErrorKind::Panic(p) => p,
+            JoinErrorKind::Cancelled => panic!("JoinError::into_panic on a cancelled task"),
+        }
+    }
+
+    fn panic_message(&self) -> Option<&str> {
+        match &self.kind {
+            JoinErrorKind::Panic(p) => p
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| p.downcast_ref::<String>().map(|s| s.as_str())),
+            JoinErrorKind::Cancelled => None,
+        }
+    }
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.kind, self.panic_message()) {
+            (JoinErrorKind::Cancelled, _) => f.write_str("task was cancelled"),
+            (JoinErrorKind::Panic(_), Some(msg)) => write!(f, "task panicked: {msg}"),
+            (JoinErrorKind::Panic(_), None) => f.write_str("task panicked"),
+        }
+    }
+}
+
+impl fmt::Debug for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JoinError({self})")
+    }
+}
+
+impl std::error::Error for JoinError {}

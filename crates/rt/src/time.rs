@@ -1,0 +1,234 @@
+//! Timers: `sleep`, `sleep_until`, `timeout` and `interval`.
+//!
+//! Each worker keeps one ordered map from `(deadline, id)` to the waker of the task waiting on
+//! it. The map's first key bounds how long the reactor may block; after each reactor turn every
+//! entry that is due is removed and woken. Insert and remove are O(log n), so thousands of
+//! pending timers per worker (one per keep-alive connection, say) stay cheap, and a dropped timer
+//! removes its entry at once rather than leaving garbage to sift later.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::{poll_fn, Future};
+use std::pin::{pin, Pin};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use crate::executor::{try_with_core, with_core};
+
+type Key = (Instant, u64);
+
+#[derive(Default)]
+pub(crate) struct Timers {
+    entries: RefCell<BTreeMap<Key, Waker>>,
+    next_id: Cell<u64>,
+}
+
+impl Timers {
+    fn insert(&self, deadline: Instant, waker: Waker) -> Key {
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        let key = (deadline, id);
+        self.entries.borrow_mut().insert(key, waker);
+        key
+    }
+
+    /// Refreshes the waker of a pending entry; false if the entry already fired.
+    fn update(&self, key: &Key, waker: &Waker) -> bool {
+        match self.entries.borrow_mut().get_mut(key) {
+            Some(w) => {
+                if !w.will_wake(waker) {
+                    *w = waker.clone();
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn remove(&self, key: &Key) {
+        let waker = self.entries.borrow_mut().remove(key);
+        drop(waker);
+    }
+
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.entries.borrow().first_key_value().map(|(k, _)| k.0)
+    }
+
+    pub(crate) fn fire_due(&self, now: Instant) {
+        loop {
+            let mut entries = self.entries.borrow_mut();
+            let Some(entry) = entries.first_entry() else {
+                return;
+            };
+            if entry.key().0 > now {
+                return;
+            }
+            let waker = entry.remove();
+            drop(entries);
+            waker.wake();
+        }
+    }
+}
+
+/// A future that completes at a deadline. Created by [`sleep`] and [`sleep_until`].
+pub struct Sleep {
+    deadline: Instant,
+    key: Option<Key>,
+    /// Registered with this worker's timers: must stay on it.
+    _local: std::marker::PhantomData<*const ()>,
+}
+
+/// Completes after `duration`.
+pub fn sleep(duration: Duration) -> Sleep {
+    sleep_until(Instant::now() + duration)
+}
+
+/// Completes at `deadline` (at once if it passed).
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    Sleep {
+        deadline,
+        key: None,
+        _local: std::marker::PhantomData,
+    }
+}
+
+impl Sleep {
+    /// When this sleep completes.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Moves the deadline, as if the sleep had been created anew (cheaper than a new one).
+    pub fn reset(&mut self, deadline: Instant) {
+        self.unregister();
+        self.deadline = deadline;
+    }
+
+    /// True if the deadline has passed.
+    pub fn is_elapsed(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
+    fn unregister(&mut self) {
+        if let Some(key) = self.key.take() {
+            try_with_core(|core| core.timers.remove(&key));
+        }
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if Instant::now() >= self.deadline {
+            self.unregister();
+            return Poll::Ready(());
+        }
+        let deadline = self.deadline;
+        let key = with_core(|core| match self.key {
+            Some(key) if core.timers.update(&key, cx.waker()) => key,
+            _ => core.timers.insert(deadline, cx.waker().clone()),
+        });
+        self.key = Some(key);
+        Poll::Pending
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        self.unregister();
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline)
+            .finish()
+    }
+}
+
+/// The error of [`timeout`]: the deadline passed first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elapsed(());
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("deadline has elapsed")
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+impl From<Elapsed> for std::io::Error {
+    fn from(_: Elapsed) -> std::io::Error {
+        std::io::ErrorKind::TimedOut.into()
+    }
+}
+
+/// Runs `future` for at most `duration`; `Err(Elapsed)` if it did not finish in time (the
+/// future is then dropped).
+pub async fn timeout<F: Future>(duration: Duration, future: F) -> Result<F::Output, Elapsed> {
+    timeout_at(Instant::now() + duration, future).await
+}
+
+/// Runs `future` until `deadline`; `Err(Elapsed)` if it did not finish by then.
+pub async fn timeout_at<F: Future>(deadline: Instant, future: F) -> Result<F::Output, Elapsed> {
+    let mut future = pin!(future);
+    let mut sleep = sleep_until(deadline);
+    poll_fn(|cx| {
+        if let Poll::Ready(out) = future.as_mut().poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        match Pin::new(&mut sleep).poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+}
+
+/// Ticks every `period`; the first tick completes at once. A tick that is late (the task was
+/// busy) is not made up with a burst: the next one is scheduled a whole period after it.
+pub fn interval(period: Duration) -> Interval {
+    assert!(!period.is_zero(), "interval period must be non-zero");
+    Interval {
+        period,
+        sleep: sleep_until(Instant::now()),
+    }
+}
+
+/// A periodic timer; see [`interval`].
+#[derive(Debug)]
+pub struct Interval {
+    period: Duration,
+    sleep: Sleep,
+}
+
+impl Interval {
+    /// Waits for the next tick and returns the instant it was scheduled for.
+    pub async fn tick(&mut self) -> Instant {
+        poll_fn(|cx| self.poll_tick(cx)).await
+    }
+
+    /// Polls for the next tick.
+    pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
+        let scheduled = self.sleep.deadline();
+        if Pin::new(&mut self.sleep).poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let now = Instant::now();
+        let mut next = scheduled + self.period;
+        if next <= now {
+            next = now + self.period;
+        }
+        self.sleep.reset(next);
+        Poll::Ready(scheduled)
+    }
+
+    /// The tick period.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+}
