@@ -1,1 +1,70 @@
-//! placeholder
+//! volt's HTTP server: HTTP/1.0 and 1.1 on volt-rt, one worker per core.
+//!
+//! # Overview
+//!
+//! - [`Server`] binds a port, starts one worker per core (each with its own `SO_REUSEPORT`
+//!   listener) and serves a [`Service`] until SIGINT/SIGTERM or [`ServerHandle::shutdown`],
+//!   then shuts down gracefully.
+//! - [`Router`] is the usual service: routes by method and path (`/users/{id}`,
+//!   `/static/{*path}`), shares state, answers 404 and 405 (with `Allow`) by itself.
+//!   [`service_fn`] turns one async function into a service with no routing and no allocation.
+//! - A handler is an async function from [`Request`] to anything [`IntoResponse`]. The request
+//!   has typed extractors — [`Request::param`], [`Request::query`], [`Request::typed_header`],
+//!   [`Request::json`], [`Request::bytes`], [`Request::text`] — that answer 400 (or 413, 415)
+//!   with a clear message when the value does not fit; return `Result<_, Error>` and use `?`.
+//! - Bodies stream both ways: [`RequestBody::chunk`] reads an upload piece by piece with TCP
+//!   backpressure; [`Body::stream`] and [`Body::channel`] send a response of any size.
+//! - [`Config`] holds every limit and timeout (header size 431, URI 414, body 413, slow
+//!   clients 408, idle keep-alive, connections per worker).
+//!
+//! # Example
+//!
+//! ```no_run
+//! use volt_http::{get, post, Error, Json, Request, Router, Server};
+//!
+//! #[derive(serde::Deserialize, serde::Serialize)]
+//! struct Greeting { name: String }
+//!
+//! async fn hello(req: Request) -> Result<String, Error> {
+//!     let name: String = req.param("name")?;
+//!     Ok(format!("Hello, {name}!"))
+//! }
+//!
+//! async fn echo(mut req: Request) -> Result<Json<Greeting>, Error> {
+//!     let g: Greeting = req.json().await?;
+//!     Ok(Json(g))
+//! }
+//!
+//! let app = Router::new()
+//!     .route("/hello/{name}", get(hello))
+//!     .route("/echo", post(echo));
+//! Server::bind("127.0.0.1:8080")?.serve(app)?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! # Layout
+//!
+//! `server` (workers, accept loop, shutdown), `conn` (the HTTP/1 connection loop: the only
+//! module touching both socket and codec), `request` / `response` / `body`, `router`,
+//! `service`, `config`, `error`. Parsing and encoding live in `volt-proto`.
+#![forbid(unsafe_code)]
+
+mod body;
+mod config;
+mod conn;
+mod error;
+mod request;
+mod response;
+mod router;
+mod server;
+mod service;
+
+pub use body::{Body, BodySender, BodyStream};
+pub use config::Config;
+pub use error::Error;
+pub use http::{header, HeaderName, HeaderValue, Method, StatusCode, Version};
+pub use request::{Request, RequestBody};
+pub use response::{IntoResponse, Json, Response};
+pub use router::{any, delete, get, options, patch, post, put, MethodRouter, Router};
+pub use server::{Server, ServerHandle};
+pub use service::{service_fn, Service, ServiceFn};

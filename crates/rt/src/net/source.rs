@@ -115,6 +115,32 @@ impl Source {
         result
     }
 
+    /// Reads into the spare capacity of a `BytesMut`, appending (reserving 4 KiB if it is full).
+    #[cfg(feature = "bytes")]
+    pub(crate) fn poll_read_bytes(
+        &self,
+        cx: &Context<'_>,
+        buf: &mut bytes::BytesMut,
+    ) -> Poll<io::Result<usize>> {
+        if buf.capacity() == buf.len() {
+            buf.reserve(4096);
+        }
+        let spare = buf.spare_capacity_mut();
+        let len = spare.len();
+        let result = self.poll_io(cx, Direction::Read, |fd| {
+            rustix::io::read(fd, &mut *spare).map(|(init, _)| init.len())
+        });
+        if let Poll::Ready(Ok(n)) = result {
+            // SAFETY: `read` initialized the first `n` bytes of the spare capacity (rustix
+            // returns exactly the initialized prefix), and `n <= len` is within capacity.
+            unsafe { buf.set_len(buf.len() + n) };
+            if n > 0 && n < len {
+                self.clear_ready(Direction::Read);
+            }
+        }
+        result
+    }
+
     pub(crate) fn poll_write(&self, cx: &Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let result = self.poll_io(cx, Direction::Write, |fd| rustix::io::write(fd, buf));
         // A short write means the send buffer is full.
@@ -180,6 +206,13 @@ macro_rules! stream_io {
             /// Reserves 4 KiB first if `buf` is full.
             pub async fn read_buf(&self, buf: &mut Vec<u8>) -> std::io::Result<usize> {
                 std::future::poll_fn(|cx| self.source.poll_read_buf(cx, buf)).await
+            }
+
+            /// Reads into the spare capacity of a `BytesMut`, appending; returns the bytes read.
+            /// Reserves 4 KiB first if `buf` is full.
+            #[cfg(feature = "bytes")]
+            pub async fn read_bytes(&self, buf: &mut bytes::BytesMut) -> std::io::Result<usize> {
+                std::future::poll_fn(|cx| self.source.poll_read_bytes(cx, buf)).await
             }
 
             /// Writes some of `buf`, returning how much.

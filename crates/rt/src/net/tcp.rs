@@ -46,6 +46,22 @@ impl ListenOptions {
         self
     }
 
+    /// Binds a listening socket without registering it with a worker, to hand to one later
+    /// with [`TcpListener::from_std`] (for example: bind in `main` to learn the port, then move
+    /// it to a worker thread).
+    pub fn bind_std(&self, addr: impl ToSocketAddrs) -> io::Result<std::net::TcpListener> {
+        let mut last_err = None;
+        for addr in addr.to_socket_addrs()? {
+            match self.bind_fd(addr) {
+                Ok(fd) => return Ok(std::net::TcpListener::from(fd)),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.unwrap_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "no addresses to bind")
+        }))
+    }
+
     /// Binds a listener on the current worker.
     pub fn bind(&self, addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
         let mut last_err = None;
@@ -60,6 +76,12 @@ impl ListenOptions {
     }
 
     fn bind_one(&self, addr: SocketAddr) -> io::Result<TcpListener> {
+        Ok(TcpListener {
+            source: Source::new(self.bind_fd(addr)?)?,
+        })
+    }
+
+    fn bind_fd(&self, addr: SocketAddr) -> io::Result<OwnedFd> {
         let fd = new_socket(addr)?;
         sockopt::set_socket_reuseaddr(&fd, true)?;
         if self.reuse_port {
@@ -67,9 +89,7 @@ impl ListenOptions {
         }
         rustix::net::bind(&fd, &addr)?;
         rustix::net::listen(&fd, self.backlog)?;
-        Ok(TcpListener {
-            source: Source::new(fd)?,
-        })
+        Ok(fd)
     }
 }
 

@@ -1,0 +1,237 @@
+//! Response bodies: in memory, or streamed with an optional known length.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::future::poll_fn;
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use bytes::Bytes;
+use futures_core::Stream;
+
+/// A stream of body chunks; an error ends the response (the connection is closed).
+pub type BodyStream = Pin<Box<dyn Stream<Item = io::Result<Bytes>>>>;
+
+/// A response body.
+///
+/// In memory ([`Body::empty`], or from `&'static str`, `String`, `Vec<u8>`, `Bytes`) it is sent
+/// with `Content-Length`. Streamed ([`Body::stream`], [`Body::channel`]) it is sent with
+/// chunked encoding, or with `Content-Length` when [`Body::sized_stream`] gives the length; the
+/// server pulls one chunk at a time and waits for the socket before pulling the next, so a
+/// large body never sits in memory.
+pub struct Body {
+    pub(crate) kind: BodyKind,
+}
+
+pub(crate) enum BodyKind {
+    Full(Bytes),
+    Stream {
+        stream: BodyStream,
+        len: Option<u64>,
+    },
+}
+
+impl Body {
+    /// No body.
+    pub fn empty() -> Body {
+        Body {
+            kind: BodyKind::Full(Bytes::new()),
+        }
+    }
+
+    /// A streamed body of unknown length (chunked on HTTP/1.1).
+    pub fn stream(stream: impl Stream<Item = io::Result<Bytes>> + 'static) -> Body {
+        Body {
+            kind: BodyKind::Stream {
+                stream: Box::pin(stream),
+                len: None,
+            },
+        }
+    }
+
+    /// A streamed body of exactly `len` bytes (sent with `Content-Length`). A stream that ends
+    /// early or runs long is an error and closes the connection.
+    pub fn sized_stream(len: u64, stream: impl Stream<Item = io::Result<Bytes>> + 'static) -> Body {
+        Body {
+            kind: BodyKind::Stream {
+                stream: Box::pin(stream),
+                len: Some(len),
+            },
+        }
+    }
+
+    /// A body fed through a [`BodySender`] from another task. Each `send` waits until the
+    /// previous chunk was taken by the connection: the writer goes at the socket's pace.
+    pub fn channel() -> (BodySender, Body) {
+        let shared = Rc::new(RefCell::new(Slot::default()));
+        let body = Body::stream(ChannelStream {
+            shared: shared.clone(),
+        });
+        (BodySender { shared }, body)
+    }
+
+    /// The length, if known.
+    pub fn len(&self) -> Option<u64> {
+        match &self.kind {
+            BodyKind::Full(b) => Some(b.len() as u64),
+            BodyKind::Stream { len, .. } => *len,
+        }
+    }
+
+    /// True for an in-memory body of zero bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == Some(0)
+    }
+
+    /// The bytes of an in-memory body; `None` for a stream.
+    pub fn as_bytes(&self) -> Option<&Bytes> {
+        match &self.kind {
+            BodyKind::Full(b) => Some(b),
+            BodyKind::Stream { .. } => None,
+        }
+    }
+}
+
+impl fmt::Debug for Body {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            BodyKind::Full(b) => f.debug_tuple("Body::Full").field(&b.len()).finish(),
+            BodyKind::Stream { len, .. } => {
+                f.debug_struct("Body::Stream").field("len", len).finish()
+            }
+        }
+    }
+}
+
+impl From<&'static str> for Body {
+    fn from(s: &'static str) -> Body {
+        Bytes::from_static(s.as_bytes()).into()
+    }
+}
+
+impl From<&'static [u8]> for Body {
+    fn from(s: &'static [u8]) -> Body {
+        Bytes::from_static(s).into()
+    }
+}
+
+impl From<String> for Body {
+    fn from(s: String) -> Body {
+        Bytes::from(s).into()
+    }
+}
+
+impl From<Vec<u8>> for Body {
+    fn from(v: Vec<u8>) -> Body {
+        Bytes::from(v).into()
+    }
+}
+
+impl From<Bytes> for Body {
+    fn from(b: Bytes) -> Body {
+        Body {
+            kind: BodyKind::Full(b),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Slot {
+    chunk: Option<io::Result<Bytes>>,
+    closed: bool,
+    sender_waiting: Option<Waker>,
+    receiver_waiting: Option<Waker>,
+}
+
+/// Feeds a [`Body::channel`]. Dropping it ends the body.
+pub struct BodySender {
+    shared: Rc<RefCell<Slot>>,
+}
+
+impl BodySender {
+    /// Sends one chunk, waiting first until the previous one was taken. Fails when the
+    /// connection went away (the client disconnected).
+    pub async fn send(&mut self, chunk: impl Into<Bytes>) -> io::Result<()> {
+        let mut chunk = Some(Ok(chunk.into()));
+        poll_fn(|cx| {
+            let mut slot = self.shared.borrow_mut();
+            if slot.closed {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "the response body is no longer read",
+                )));
+            }
+            if slot.chunk.is_some() {
+                slot.sender_waiting = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+            slot.chunk = chunk.take();
+            if let Some(w) = slot.receiver_waiting.take() {
+                w.wake();
+            }
+            Poll::Ready(Ok(()))
+        })
+        .await
+    }
+
+    /// Ends the body with an error: the connection is closed without finishing the response, so
+    /// the client sees a truncated body rather than a complete one.
+    pub fn abort(self) {
+        let mut slot = self.shared.borrow_mut();
+        slot.chunk = Some(Err(io::Error::other("response body aborted")));
+        if let Some(w) = slot.receiver_waiting.take() {
+            w.wake();
+        }
+    }
+}
+
+impl Drop for BodySender {
+    fn drop(&mut self) {
+        let mut slot = self.shared.borrow_mut();
+        slot.closed = true;
+        if let Some(w) = slot.receiver_waiting.take() {
+            w.wake();
+        }
+    }
+}
+
+impl fmt::Debug for BodySender {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BodySender").finish_non_exhaustive()
+    }
+}
+
+struct ChannelStream {
+    shared: Rc<RefCell<Slot>>,
+}
+
+impl Stream for ChannelStream {
+    type Item = io::Result<Bytes>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let mut slot = self.shared.borrow_mut();
+        if let Some(chunk) = slot.chunk.take() {
+            if let Some(w) = slot.sender_waiting.take() {
+                w.wake();
+            }
+            return Poll::Ready(Some(chunk));
+        }
+        if slot.closed {
+            return Poll::Ready(None);
+        }
+        slot.receiver_waiting = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl Drop for ChannelStream {
+    fn drop(&mut self) {
+        let mut slot = self.shared.borrow_mut();
+        slot.closed = true;
+        if let Some(w) = slot.sender_waiting.take() {
+            w.wake();
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Server limits and timeouts.
+
+use std::time::Duration;
+
+/// Limits and timeouts of a [`Server`](crate::Server). Every field has a sensible default;
+/// change the ones you need:
+///
+/// ```
+/// let config = volt_http::Config { max_body_bytes: 1 << 20, ..Default::default() };
+/// # let _ = config;
+/// ```
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Largest request head (request line and header fields): 431 beyond. Default 16 KiB.
+    pub max_head_bytes: usize,
+    /// Most header fields in a request: 431 beyond. Default 100.
+    pub max_headers: usize,
+    /// Longest request target: 414 beyond. Default 8 KiB.
+    pub max_uri_bytes: usize,
+    /// Largest request body: 413 beyond (at once for a declared `Content-Length`, when the
+    /// limit is crossed for chunked bodies). Default 16 MiB.
+    pub max_body_bytes: u64,
+    /// A request head must arrive within this time of its first byte: 408 otherwise. Stops
+    /// slowloris clients from holding a connection. Default 10 s.
+    pub header_read_timeout: Duration,
+    /// An idle keep-alive connection is closed after this long. Default 60 s.
+    pub idle_timeout: Duration,
+    /// Longest wait for the next piece of a request body: 408 otherwise. Default 30 s.
+    pub body_read_timeout: Duration,
+    /// Longest wait for the client to take response bytes; the connection is closed
+    /// otherwise. Default 30 s.
+    pub write_timeout: Duration,
+    /// Open connections per worker; accepting pauses at the limit. Default 10,000.
+    pub max_connections_per_worker: usize,
+    /// Unread request body the server will read and discard after a response to keep the
+    /// connection; a larger remainder closes it. Default 64 KiB.
+    pub max_drain_bytes: u64,
+    /// How long graceful shutdown waits for in-flight requests. Default 30 s.
+    pub shutdown_timeout: Duration,
+    /// The `Server` header value; `None` sends no `Server` header. Default `volt`.
+    pub server_name: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_head_bytes: 16 * 1024,
+            max_headers: 100,
+            max_uri_bytes: 8 * 1024,
+            max_body_bytes: 16 * 1024 * 1024,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            body_read_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
+            max_connections_per_worker: 10_000,
+            max_drain_bytes: 64 * 1024,
+            shutdown_timeout: Duration::from_secs(30),
+            server_name: Some("volt".into()),
+        }
+    }
+}
+
+impl Config {
+    pub(crate) fn limits(&self) -> volt_proto::Limits {
+        volt_proto::Limits {
+            max_head_bytes: self.max_head_bytes,
+            max_headers: self.max_headers,
+            max_uri_len: self.max_uri_bytes,
+        }
+    }
+}

@@ -1,0 +1,597 @@
+//! One HTTP/1.x connection: the only module that sees both the socket and the codec.
+//!
+//! The loop, as in STYLE.md: read what the socket has, parse every complete request in the
+//! buffer, run each handler and append each response to one write buffer, then write once.
+//! A handler that has to wait (it returned `Pending`) first gets the responses before it
+//! flushed, so a slow request never holds back the answers to the ones pipelined before it.
+//!
+//! The connection's I/O state ([`ConnIo`]) is shared through an `Rc` with the request body
+//! ([`BodyReader`]), which reads from the same buffer and socket when the handler asks for the
+//! body. Everything runs on one worker thread, so `RefCell`s suffice; no borrow is held across
+//! an `.await`.
+
+use std::cell::{Cell, RefCell};
+use std::future::{poll_fn, Future};
+use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::pin;
+use std::rc::Rc;
+use std::task::Poll;
+use std::time::Instant;
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::{Method, StatusCode, Version};
+use volt_proto::{BodyDecoder, BodyKind, ParseError, RequestHead};
+use volt_rt::net::TcpStream;
+use volt_rt::time::timeout_at;
+
+use crate::body::BodyKind as OutBody;
+use crate::request::RequestBody;
+use crate::response::{IntoResponse, Response};
+use crate::server::Worker;
+use crate::service::Service;
+use crate::{Error, Request};
+
+/// Responses are flushed early once the write buffer holds this much.
+const FLUSH_AT: usize = 64 * 1024;
+/// Stream chunks at least this large are written directly instead of copied.
+const DIRECT_WRITE: usize = 16 * 1024;
+/// Read size while reading a request body.
+const BODY_READ: usize = 64 * 1024;
+
+/// The socket and both buffers of a connection.
+pub(crate) struct ConnIo {
+    stream: TcpStream,
+    read_buf: RefCell<BytesMut>,
+    write_buf: RefCell<Vec<u8>>,
+    worker: Rc<Worker>,
+    /// False once a write failed or timed out: the connection is finished.
+    writable: Cell<bool>,
+}
+
+/// What the connection does after a response.
+enum Next {
+    KeepAlive,
+    Close,
+}
+
+pub(crate) async fn serve<S: Service>(
+    stream: TcpStream,
+    remote: SocketAddr,
+    service: &S,
+    worker: Rc<Worker>,
+    slot: usize,
+) {
+    let _ = stream.set_nodelay(true);
+    let io = Rc::new(ConnIo {
+        stream,
+        read_buf: RefCell::new(BytesMut::new()),
+        write_buf: RefCell::new(Vec::new()),
+        worker,
+        writable: Cell::new(true),
+    });
+    let worker = &io.worker;
+    let config = &worker.config;
+    // When the first byte of an unfinished head arrived; bounds a slowloris.
+    let mut head_started: Option<Instant> = None;
+    loop {
+        worker.refresh_date();
+        loop {
+            let parsed = {
+                let buf = io.read_buf.borrow();
+                if buf.is_empty() {
+                    break;
+                }
+                volt_proto::parse_request(&buf, &worker.limits)
+            };
+            match parsed {
+                Ok(None) => {
+                    head_started.get_or_insert_with(Instant::now);
+                    break;
+                }
+                Ok(Some(head)) => {
+                    head_started = None;
+                    if let Next::Close = handle(&io, head, remote, service).await {
+                        io.flush().await;
+                        return;
+                    }
+                }
+                Err(e) => {
+                    io.reject(&e);
+                    io.flush().await;
+                    return;
+                }
+            }
+        }
+        if !io.flush().await {
+            return;
+        }
+        let idle = io.read_buf.borrow().is_empty();
+        if idle && worker.is_shutting_down() {
+            return;
+        }
+        let deadline = match head_started {
+            Some(t) => t + config.header_read_timeout,
+            None => Instant::now() + config.idle_timeout,
+        };
+        if idle {
+            io.release_buffers();
+            worker.set_idle(slot, true);
+            let ready = timeout_at(deadline, io.stream.readable()).await;
+            worker.set_idle(slot, false);
+            if ready.is_err() {
+                return; // idle timeout: close quietly
+            }
+        }
+        match io.read(deadline, 0).await {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(ReadError::Io) => return,
+            Err(ReadError::Timeout) => {
+                if !idle {
+                    let e = Error::new(StatusCode::REQUEST_TIMEOUT, "request head took too long");
+                    io.respond_error(e);
+                    io.flush().await;
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Runs the handler for one parsed request and encodes its response.
+async fn handle<S: Service>(
+    io: &Rc<ConnIo>,
+    head: RequestHead,
+    remote: SocketAddr,
+    service: &S,
+) -> Next {
+    let worker = &io.worker;
+    let version = head.version;
+    let is_head = head.method == Method::HEAD;
+    let mut keep_alive = head.keep_alive;
+    let head_len = head.head_len;
+    let reader = match head.body {
+        BodyKind::Empty => None,
+        BodyKind::Length(n) if n > worker.config.max_body_bytes => {
+            io.read_buf.borrow_mut().advance(head_len);
+            io.respond_error(Error::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "request body of {n} bytes is over the limit of {}",
+                    worker.config.max_body_bytes
+                ),
+            ));
+            return Next::Close;
+        }
+        kind => Some(Rc::new(BodyReader {
+            io: io.clone(),
+            state: RefCell::new(BodyState {
+                decoder: BodyDecoder::with_limits(kind, &worker.limits),
+                received: 0,
+                continue_pending: head.expect_continue,
+                failed: false,
+            }),
+        })),
+    };
+    let body = match &reader {
+        Some(r) => RequestBody::h1(r.clone()),
+        None => RequestBody::empty(),
+    };
+    let head_bytes = io.read_buf.borrow_mut().split_to(head_len).freeze();
+    if io.write_buf.borrow().capacity() == 0 {
+        *io.write_buf.borrow_mut() = worker.take_write_buf();
+    }
+    let req = Request::from_h1(head_bytes, head, Some(remote), body);
+
+    let mut response = match call(io, service, req).await {
+        Some(r) => r,
+        None => {
+            keep_alive = false;
+            Error::new(StatusCode::INTERNAL_SERVER_ERROR, "internal server error").into_response()
+        }
+    };
+    if let Some(reader) = reader {
+        if !reader.finish(worker.config.max_drain_bytes).await {
+            keep_alive = false;
+        }
+    }
+    if worker.is_shutting_down() || !io.writable.get() {
+        keep_alive = false;
+    }
+    let body = response.take_body();
+    let status = response.status;
+    let no_body = is_head
+        || status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED;
+    match body.kind {
+        OutBody::Full(bytes) => {
+            let len = (status != StatusCode::NO_CONTENT && !status.is_informational())
+                .then_some(bytes.len() as u64);
+            let mut w = io.write_buf.borrow_mut();
+            encode_head(
+                &mut w,
+                worker,
+                version,
+                &response,
+                Framing::Length(len),
+                keep_alive,
+            );
+            if !no_body {
+                w.extend_from_slice(&bytes);
+            }
+        }
+        OutBody::Stream { stream, len } => {
+            let framing = match (len, version) {
+                (Some(n), _) => Framing::Length(Some(n)),
+                (None, Version::HTTP_10) => {
+                    keep_alive = false;
+                    Framing::Close
+                }
+                (None, _) => Framing::Chunked,
+            };
+            encode_head(
+                &mut io.write_buf.borrow_mut(),
+                worker,
+                version,
+                &response,
+                framing,
+                keep_alive,
+            );
+            if !no_body && !io.write_stream(stream, framing).await {
+                return Next::Close;
+            }
+        }
+    }
+    if io.write_buf.borrow().len() >= FLUSH_AT && !io.flush().await {
+        return Next::Close;
+    }
+    if keep_alive {
+        Next::KeepAlive
+    } else {
+        Next::Close
+    }
+}
+
+/// Calls the service, catching a panic (`None`). If the handler has to wait, responses
+/// already encoded are flushed first.
+async fn call<S: Service>(io: &ConnIo, service: &S, req: Request) -> Option<Response> {
+    let mut fut = pin!(service.call(req));
+    let mut poll = |cx: &mut std::task::Context<'_>| match catch_unwind(AssertUnwindSafe(|| {
+        fut.as_mut().poll(cx)
+    })) {
+        Ok(Poll::Ready(r)) => Poll::Ready(Some(r)),
+        Ok(Poll::Pending) => Poll::Pending,
+        Err(_) => Poll::Ready(None),
+    };
+    let mut first = true;
+    let once = poll_fn(|cx| {
+        if std::mem::take(&mut first) {
+            poll(cx).map(Some)
+        } else {
+            Poll::Ready(None)
+        }
+    });
+    if let Some(done) = once.await {
+        return done;
+    }
+    io.flush().await;
+    poll_fn(poll).await
+}
+
+#[derive(Clone, Copy)]
+enum Framing {
+    /// `Content-Length` (omitted when `None`: 1xx and 204 have none).
+    Length(Option<u64>),
+    Chunked,
+    /// Delimited by closing the connection (HTTP/1.0 streams of unknown length).
+    Close,
+}
+
+fn encode_head(
+    w: &mut Vec<u8>,
+    worker: &Worker,
+    version: Version,
+    response: &Response,
+    framing: Framing,
+    keep_alive: bool,
+) {
+    // We speak HTTP/1.1; a 1.0 client reads the same status line (RFC 9110 §6.2).
+    let _ = version;
+    volt_proto::write_status_line(w, Version::HTTP_11, response.status);
+    w.extend_from_slice(&worker.server_header);
+    worker.write_date(w);
+    if let Some(ct) = &response.content_type {
+        volt_proto::write_header(w, b"Content-Type", ct.as_bytes());
+    }
+    for (name, value) in &response.headers {
+        if is_managed(name) {
+            continue;
+        }
+        volt_proto::write_header(w, name.as_str().as_bytes(), value.as_bytes());
+    }
+    match framing {
+        Framing::Length(Some(n)) => volt_proto::write_content_length(w, n),
+        Framing::Length(None) | Framing::Close => {}
+        Framing::Chunked => w.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+    }
+    if !keep_alive {
+        w.extend_from_slice(b"Connection: close\r\n");
+    } else if version == Version::HTTP_10 {
+        w.extend_from_slice(b"Connection: keep-alive\r\n");
+    }
+    w.extend_from_slice(b"\r\n");
+}
+
+/// The `size CRLF` line before a chunk's data.
+fn write_chunk_size(w: &mut Vec<u8>, len: usize) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = (usize::BITS - len.leading_zeros()).div_ceil(4).max(1);
+    for i in (0..digits).rev() {
+        w.push(HEX[(len >> (i * 4)) & 0xf]);
+    }
+    w.extend_from_slice(b"\r\n");
+}
+
+/// Headers the connection writes itself; a handler's copies would contradict the framing.
+fn is_managed(name: &http::HeaderName) -> bool {
+    use http::header::{CONNECTION, CONTENT_LENGTH, DATE, SERVER, TRANSFER_ENCODING};
+    *name == CONTENT_LENGTH
+        || *name == TRANSFER_ENCODING
+        || *name == CONNECTION
+        || *name == DATE
+        || *name == SERVER
+}
+
+enum ReadError {
+    Io,
+    Timeout,
+}
+
+impl ConnIo {
+    /// Reads once into the read buffer (reserving `reserve` bytes first, or 4 KiB).
+    async fn read(&self, deadline: Instant, reserve: usize) -> Result<usize, ReadError> {
+        let mut buf = std::mem::take(&mut *self.read_buf.borrow_mut());
+        if buf.capacity() == 0 {
+            buf = self.worker.take_read_buf();
+        }
+        buf.reserve(reserve.max(1));
+        let result = timeout_at(deadline, self.stream.read_bytes(&mut buf)).await;
+        *self.read_buf.borrow_mut() = buf;
+        match result {
+            Ok(Ok(n)) => Ok(n),
+            Ok(Err(_)) => Err(ReadError::Io),
+            Err(_) => Err(ReadError::Timeout),
+        }
+    }
+
+    /// Writes the write buffer out. False if the connection failed or timed out.
+    async fn flush(&self) -> bool {
+        if self.write_buf.borrow().is_empty() {
+            return self.writable.get();
+        }
+        let mut buf = std::mem::take(&mut *self.write_buf.borrow_mut());
+        let ok = self.writable.get() && self.write_all(&buf).await;
+        buf.clear();
+        *self.write_buf.borrow_mut() = buf;
+        ok
+    }
+
+    async fn write_all(&self, bytes: &[u8]) -> bool {
+        let deadline = Instant::now() + self.worker.config.write_timeout;
+        let ok = matches!(
+            timeout_at(deadline, self.stream.write_all(bytes)).await,
+            Ok(Ok(()))
+        );
+        if !ok {
+            self.writable.set(false);
+        }
+        ok
+    }
+
+    /// Streams a response body; false if the connection must close (an error, a length
+    /// mismatch, or a client that went away).
+    async fn write_stream(&self, mut stream: crate::body::BodyStream, framing: Framing) -> bool {
+        let mut sent: u64 = 0;
+        loop {
+            // Flush what is buffered while the body's producer is not ready.
+            let item = match poll_fn(|cx| Poll::Ready(stream.as_mut().poll_next(cx))).await {
+                Poll::Ready(item) => item,
+                Poll::Pending => {
+                    if !self.flush().await {
+                        return false;
+                    }
+                    poll_fn(|cx| stream.as_mut().poll_next(cx)).await
+                }
+            };
+            match item {
+                Some(Ok(chunk)) => {
+                    sent += chunk.len() as u64;
+                    if let Framing::Length(Some(n)) = framing {
+                        if sent > n {
+                            return false;
+                        }
+                    }
+                    if chunk.is_empty() {
+                        continue;
+                    }
+                    if let Framing::Chunked = framing {
+                        write_chunk_size(&mut self.write_buf.borrow_mut(), chunk.len());
+                    }
+                    if chunk.len() >= DIRECT_WRITE {
+                        if !self.flush().await || !self.write_all(&chunk).await {
+                            return false;
+                        }
+                    } else {
+                        self.write_buf.borrow_mut().extend_from_slice(&chunk);
+                    }
+                    if let Framing::Chunked = framing {
+                        self.write_buf.borrow_mut().extend_from_slice(b"\r\n");
+                    }
+                    if self.write_buf.borrow().len() >= FLUSH_AT && !self.flush().await {
+                        return false;
+                    }
+                }
+                Some(Err(_)) => return false,
+                None => {
+                    return match framing {
+                        Framing::Chunked => {
+                            volt_proto::write_last_chunk(&mut self.write_buf.borrow_mut(), None);
+                            true
+                        }
+                        Framing::Length(Some(n)) => sent == n,
+                        Framing::Length(None) | Framing::Close => true,
+                    };
+                }
+            }
+        }
+    }
+
+    /// Answers a head the codec rejected, then the connection closes.
+    fn reject(&self, e: &ParseError) {
+        self.respond_error(Error::new(e.status(), e.to_string()));
+    }
+
+    fn respond_error(&self, e: Error) {
+        let response = e.into_response();
+        let body = response.body.as_bytes().cloned().unwrap_or_default();
+        let mut w = self.write_buf.borrow_mut();
+        encode_head(
+            &mut w,
+            &self.worker,
+            Version::HTTP_11,
+            &response,
+            Framing::Length(Some(body.len() as u64)),
+            false,
+        );
+        w.extend_from_slice(&body);
+    }
+
+    /// An idle connection keeps no buffers: they go back to the worker's pool.
+    fn release_buffers(&self) {
+        let read = std::mem::take(&mut *self.read_buf.borrow_mut());
+        self.worker.give_read_buf(read);
+        let write = std::mem::take(&mut *self.write_buf.borrow_mut());
+        self.worker.give_write_buf(write);
+    }
+}
+
+/// The reading side of a request body, shared by the [`RequestBody`] and the connection.
+pub(crate) struct BodyReader {
+    io: Rc<ConnIo>,
+    state: RefCell<BodyState>,
+}
+
+struct BodyState {
+    decoder: BodyDecoder,
+    received: u64,
+    /// `Expect: 100-continue` not yet answered.
+    continue_pending: bool,
+    /// A framing error, a timeout or a closed connection: the connection cannot continue.
+    failed: bool,
+}
+
+impl BodyReader {
+    pub(crate) async fn chunk(&self) -> Result<Option<Bytes>, Error> {
+        let config = &self.io.worker.config;
+        if self.state.borrow().failed {
+            return Err(Error::bad_request("the request body is no longer readable"));
+        }
+        if std::mem::take(&mut self.state.borrow_mut().continue_pending) {
+            self.io
+                .write_buf
+                .borrow_mut()
+                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+            if !self.io.flush().await {
+                return Err(self.fail(StatusCode::BAD_REQUEST, "connection closed"));
+            }
+        }
+        let deadline = Instant::now() + config.body_read_timeout;
+        loop {
+            {
+                let mut state = self.state.borrow_mut();
+                if state.decoder.is_done() {
+                    return Ok(None);
+                }
+                let mut buf = self.io.read_buf.borrow_mut();
+                if !buf.is_empty() {
+                    let (consumed, data) = match state.decoder.decode(&buf) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            state.failed = true;
+                            return Err(e.into());
+                        }
+                    };
+                    let data = data.map(|d| (d.as_ptr() as usize - buf.as_ptr() as usize, d.len()));
+                    if let Some((start, len)) = data {
+                        buf.advance(start);
+                        let chunk = buf.split_to(len).freeze();
+                        buf.advance(consumed - start - len);
+                        state.received += len as u64;
+                        if state.received > config.max_body_bytes {
+                            state.failed = true;
+                            return Err(Error::new(
+                                StatusCode::PAYLOAD_TOO_LARGE,
+                                format!(
+                                    "request body is over the limit of {} bytes",
+                                    config.max_body_bytes
+                                ),
+                            ));
+                        }
+                        return Ok(Some(chunk));
+                    }
+                    buf.advance(consumed);
+                    if state.decoder.is_done() {
+                        return Ok(None);
+                    }
+                    if consumed > 0 {
+                        continue;
+                    }
+                }
+            }
+            match self.io.read(deadline, BODY_READ).await {
+                Ok(0) => return Err(self.fail(StatusCode::BAD_REQUEST, "request body ended early")),
+                Ok(_) => {}
+                Err(ReadError::Io) => {
+                    return Err(self.fail(StatusCode::BAD_REQUEST, "connection failed"))
+                }
+                Err(ReadError::Timeout) => {
+                    return Err(self.fail(StatusCode::REQUEST_TIMEOUT, "request body took too long"))
+                }
+            }
+        }
+    }
+
+    fn fail(&self, status: StatusCode, message: &str) -> Error {
+        self.state.borrow_mut().failed = true;
+        Error::new(status, message)
+    }
+
+    /// After the response: reads and discards what the handler left, up to `max` bytes. True if
+    /// the connection can go on to the next request.
+    async fn finish(&self, max: u64) -> bool {
+        {
+            let state = self.state.borrow();
+            if state.failed {
+                return false;
+            }
+            if state.decoder.is_done() {
+                return true;
+            }
+            // The client waits for a 100 Continue that never came: it may or may not send the
+            // body, so the next bytes cannot be trusted to be a request.
+            if state.continue_pending {
+                return false;
+            }
+        }
+        let start = self.state.borrow().received;
+        loop {
+            match self.chunk().await {
+                Ok(None) => return true,
+                Ok(Some(_)) if self.state.borrow().received - start <= max => {}
+                _ => return false,
+            }
+        }
+    }
+}

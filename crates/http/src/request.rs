@@ -1,0 +1,364 @@
+//! Requests, and the typed extractors on them: path parameters, query, headers, body.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::fmt;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use http::{Method, StatusCode, Version};
+use serde::de::DeserializeOwned;
+use volt_proto::{HeaderSpans, RequestHead, Span};
+
+use crate::conn::BodyReader;
+use crate::Error;
+
+/// An HTTP request as a handler sees it.
+///
+/// The head is not copied out of the connection's read buffer: the request holds a shared,
+/// reference-counted slice of it, and byte ranges for the method, target and header fields.
+/// Accessors return borrowed `&str`/`&[u8]`; extractors ([`Request::param`],
+/// [`Request::query`], [`Request::json`], ...) parse into your types and answer 400 with a
+/// message naming what was wrong.
+pub struct Request {
+    head: Bytes,
+    method: Method,
+    version: Version,
+    target: Span,
+    /// End of the path within the target (where `?` is, or the target's end).
+    path_end: u32,
+    headers: HeaderSpans,
+    pub(crate) params: Params,
+    pub(crate) state: Option<Arc<dyn Any + Send + Sync>>,
+    remote_addr: Option<SocketAddr>,
+    body: RequestBody,
+}
+
+/// Path parameters captured by the router: names from the route, values as spans of the head.
+#[derive(Default, Clone)]
+pub(crate) struct Params {
+    pub(crate) names: Option<Arc<[Box<str>]>>,
+    pub(crate) values: smallvec::SmallVec<[Span; 4]>,
+}
+
+impl Request {
+    pub(crate) fn from_h1(
+        head: Bytes,
+        parsed: RequestHead,
+        remote_addr: Option<SocketAddr>,
+        body: RequestBody,
+    ) -> Request {
+        let target = parsed.target.get(&head);
+        let path_end = match target.iter().position(|&b| b == b'?') {
+            Some(i) => parsed.target.start + i as u32,
+            None => parsed.target.end,
+        };
+        Request {
+            head,
+            method: parsed.method,
+            version: parsed.version,
+            target: parsed.target,
+            path_end,
+            headers: parsed.headers,
+            params: Params::default(),
+            state: None,
+            remote_addr,
+            body,
+        }
+    }
+
+    /// The method.
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
+    /// The protocol version.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// The request target as sent (path and query, undecoded).
+    pub fn target(&self) -> &str {
+        // The parser accepts only visible ASCII in the target.
+        std::str::from_utf8(self.target.get(&self.head)).unwrap_or("")
+    }
+
+    /// The path, without the query (undecoded).
+    pub fn path(&self) -> &str {
+        let span = Span {
+            start: self.target.start,
+            end: self.path_end,
+        };
+        std::str::from_utf8(span.get(&self.head)).unwrap_or("")
+    }
+
+    /// Where the path starts in the head buffer (spans the router captures are relative to it).
+    pub(crate) fn path_offset(&self) -> u32 {
+        self.target.start
+    }
+
+    /// The query string after `?`, if any (undecoded).
+    pub fn query_string(&self) -> Option<&str> {
+        if self.path_end == self.target.end {
+            return None;
+        }
+        let span = Span {
+            start: self.path_end + 1,
+            end: self.target.end,
+        };
+        std::str::from_utf8(span.get(&self.head)).ok()
+    }
+
+    /// The peer's address.
+    pub fn remote_addr(&self) -> Option<SocketAddr> {
+        self.remote_addr
+    }
+
+    /// The raw value of header `name` (case-insensitive; the first if repeated).
+    pub fn header_bytes(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|h| h.name.get(&self.head).eq_ignore_ascii_case(name.as_bytes()))
+            .map(|h| h.value.get(&self.head))
+    }
+
+    /// The value of header `name` as text; `None` if absent or not valid UTF-8.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.header_bytes(name)
+            .and_then(|v| std::str::from_utf8(v).ok())
+    }
+
+    /// Header `name` parsed as `T`: `Ok(None)` if absent, 400 if it does not parse.
+    pub fn typed_header<T: FromStr>(&self, name: &str) -> Result<Option<T>, Error>
+    where
+        T::Err: fmt::Display,
+    {
+        match self.header_bytes(name) {
+            None => Ok(None),
+            Some(raw) => std::str::from_utf8(raw)
+                .map_err(|e| e.to_string())
+                .and_then(|s| s.trim().parse::<T>().map_err(|e| e.to_string()))
+                .map(Some)
+                .map_err(|e| Error::bad_request(format!("invalid header `{name}`: {e}"))),
+        }
+    }
+
+    /// Every header field in order, as `(name, value)`.
+    pub fn headers(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.headers.iter().map(|h| {
+            (
+                std::str::from_utf8(h.name.get(&self.head)).unwrap_or(""),
+                h.value.get(&self.head),
+            )
+        })
+    }
+
+    /// The path parameter `name` (from a route such as `/users/{id}`), percent-decoded and
+    /// parsed as `T`. A value that does not parse answers 400 naming the parameter.
+    ///
+    /// # Panics
+    /// If the matched route has no parameter `name` (a programming error: the route and the
+    /// handler disagree).
+    pub fn param<T: FromStr>(&self, name: &str) -> Result<T, Error>
+    where
+        T::Err: fmt::Display,
+    {
+        let raw = self
+            .raw_param(name)
+            .unwrap_or_else(|| panic!("the matched route has no path parameter `{name}`"));
+        let decoded = percent_decode(raw).ok_or_else(|| {
+            Error::bad_request(format!(
+                "invalid path parameter `{name}`: bad percent-encoding"
+            ))
+        })?;
+        decoded
+            .parse::<T>()
+            .map_err(|e| Error::bad_request(format!("invalid path parameter `{name}`: {e}")))
+    }
+
+    /// The path parameter `name` as sent (not decoded), if the route has it.
+    pub fn raw_param(&self, name: &str) -> Option<&str> {
+        let names = self.params.names.as_ref()?;
+        let i = names.iter().position(|n| &**n == name)?;
+        let span = *self.params.values.get(i)?;
+        std::str::from_utf8(span.get(&self.head)).ok()
+    }
+
+    /// The query string deserialized into `T` (`application/x-www-form-urlencoded` rules). A
+    /// missing or malformed field answers 400 with serde's message.
+    pub fn query<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        serde_urlencoded::from_str(self.query_string().unwrap_or(""))
+            .map_err(|e| Error::bad_request(format!("invalid query string: {e}")))
+    }
+
+    /// The shared state registered with [`Router::state`](crate::Router::state).
+    ///
+    /// # Panics
+    /// If no state of type `T` was registered (a programming error).
+    pub fn state<T: Send + Sync + 'static>(&self) -> Arc<T> {
+        self.state
+            .clone()
+            .and_then(|s| s.downcast::<T>().ok())
+            .unwrap_or_else(|| {
+                panic!(
+                    "no router state of type {}: register it with Router::state",
+                    std::any::type_name::<T>()
+                )
+            })
+    }
+
+    /// The body, to read as a stream of chunks.
+    pub fn body_mut(&mut self) -> &mut RequestBody {
+        &mut self.body
+    }
+
+    /// The whole body. Bodies over the server's limit answer 413.
+    pub async fn bytes(&mut self) -> Result<Bytes, Error> {
+        self.body.collect().await
+    }
+
+    /// The whole body as UTF-8 text; 400 if it is not UTF-8.
+    pub async fn text(&mut self) -> Result<String, Error> {
+        let bytes = self.bytes().await?;
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| Error::bad_request("request body is not valid UTF-8"))
+    }
+
+    /// The body deserialized from JSON; 400 with serde's message if it does not fit `T`, 415
+    /// if `Content-Type` is present and not JSON.
+    pub async fn json<T: DeserializeOwned>(&mut self) -> Result<T, Error> {
+        if let Some(ct) = self.header("content-type") {
+            let essence = ct.split(';').next().unwrap_or("").trim();
+            if !essence.eq_ignore_ascii_case("application/json") && !essence.ends_with("+json") {
+                return Err(Error::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    format!("expected an application/json body, got `{essence}`"),
+                ));
+            }
+        }
+        let bytes = self.bytes().await?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| Error::bad_request(format!("invalid JSON body: {e}")))
+    }
+}
+
+impl fmt::Debug for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Request")
+            .field("method", &self.method)
+            .field("target", &self.target())
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A request body, read chunk by chunk as it arrives from the client.
+///
+/// Nothing is read from the socket until the handler asks, so a slow handler slows the client
+/// down (TCP backpressure) instead of buffering. `Expect: 100-continue` is answered on the first
+/// read. A body the handler leaves unread is drained after the response (or the connection is
+/// closed if it is large), never mistaken for the next request.
+pub struct RequestBody {
+    kind: RequestBodyKind,
+}
+
+enum RequestBodyKind {
+    Empty,
+    Full(Option<Bytes>),
+    H1(Rc<BodyReader>),
+}
+
+impl RequestBody {
+    pub(crate) fn empty() -> RequestBody {
+        RequestBody {
+            kind: RequestBodyKind::Empty,
+        }
+    }
+
+    pub(crate) fn h1(reader: Rc<BodyReader>) -> RequestBody {
+        RequestBody {
+            kind: RequestBodyKind::H1(reader),
+        }
+    }
+
+    /// A body already in memory (for tests and adapters).
+    pub fn full(bytes: Bytes) -> RequestBody {
+        RequestBody {
+            kind: RequestBodyKind::Full(Some(bytes)),
+        }
+    }
+
+    /// The next chunk, or `None` at the end. Errors: 413 past the size limit, 400 for bad
+    /// framing, 408 when the client stalls past the body timeout.
+    pub async fn chunk(&mut self) -> Result<Option<Bytes>, Error> {
+        match &mut self.kind {
+            RequestBodyKind::Empty => Ok(None),
+            RequestBodyKind::Full(b) => Ok(b.take()),
+            RequestBodyKind::H1(reader) => reader.chunk().await,
+        }
+    }
+
+    /// Reads the rest of the body into one buffer.
+    pub async fn collect(&mut self) -> Result<Bytes, Error> {
+        let Some(first) = self.chunk().await? else {
+            return Ok(Bytes::new());
+        };
+        let Some(second) = self.chunk().await? else {
+            return Ok(first);
+        };
+        let mut all = BytesMut::with_capacity(first.len() + second.len());
+        all.extend_from_slice(&first);
+        all.extend_from_slice(&second);
+        while let Some(chunk) = self.chunk().await? {
+            all.extend_from_slice(&chunk);
+        }
+        Ok(all.freeze())
+    }
+}
+
+impl fmt::Debug for RequestBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestBody").finish_non_exhaustive()
+    }
+}
+
+/// Decodes `%XX` escapes; `None` if an escape is malformed or the result is not UTF-8.
+fn percent_decode(s: &str) -> Option<Cow<'_, str>> {
+    if !s.contains('%') {
+        return Some(Cow::Borrowed(s));
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            let hi = (hex[0] as char).to_digit(16)?;
+            let lo = (hex[1] as char).to_digit(16)?;
+            out.push((hi * 16 + lo) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok().map(Cow::Owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_decode;
+
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(percent_decode("abc").unwrap(), "abc");
+        assert_eq!(percent_decode("a%20b%2Fc").unwrap(), "a b/c");
+        assert_eq!(percent_decode("%E2%9C%93").unwrap(), "✓");
+        assert!(percent_decode("%2").is_none());
+        assert!(percent_decode("%zz").is_none());
+        assert!(percent_decode("%FF").is_none());
+    }
+}

@@ -1,0 +1,218 @@
+//! Responses: a status, headers and a [`Body`], and the [`IntoResponse`] conversions handlers use.
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue};
+use http::StatusCode;
+use serde::Serialize;
+
+use crate::body::Body;
+
+/// An HTTP response.
+///
+/// Building one allocates nothing beyond the body: `Content-Type` is a field, extra headers go
+/// in a `Vec` that stays unallocated when empty, and static bodies are borrowed.
+///
+/// ```
+/// use volt_http::{Response, StatusCode};
+/// let r = Response::text("created").with_status(StatusCode::CREATED).with_header("x-id", "7");
+/// assert_eq!(r.status(), StatusCode::CREATED);
+/// ```
+#[derive(Debug)]
+pub struct Response {
+    pub(crate) status: StatusCode,
+    pub(crate) content_type: Option<HeaderValue>,
+    pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
+    pub(crate) body: Body,
+}
+
+const TEXT: HeaderValue = HeaderValue::from_static("text/plain");
+const TEXT_UTF8: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+const OCTETS: HeaderValue = HeaderValue::from_static("application/octet-stream");
+
+impl Response {
+    /// An empty response with `status`.
+    pub fn new(status: StatusCode) -> Response {
+        Response {
+            status,
+            content_type: None,
+            headers: Vec::new(),
+            body: Body::empty(),
+        }
+    }
+
+    /// 200 with a `text/plain` body. A `&'static str` is sent without copying.
+    pub fn text(body: impl Into<Body>) -> Response {
+        Response::new(StatusCode::OK)
+            .with_content_type(TEXT)
+            .with_body(body)
+    }
+
+    /// 200 with a `text/plain; charset=utf-8` body.
+    pub fn text_utf8(body: impl Into<Body>) -> Response {
+        Response::new(StatusCode::OK)
+            .with_content_type(TEXT_UTF8)
+            .with_body(body)
+    }
+
+    /// 200 with `value` serialized as `application/json`. A value that fails to serialize
+    /// answers 500.
+    pub fn json<T: Serialize + ?Sized>(value: &T) -> Response {
+        match serde_json::to_vec(value) {
+            Ok(bytes) => Response::new(StatusCode::OK)
+                .with_content_type(JSON)
+                .with_body(bytes),
+            Err(e) => crate::Error::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("serializing the response: {e}"),
+            )
+            .into_response(),
+        }
+    }
+
+    /// 200 with an `application/octet-stream` body.
+    pub fn bytes(body: impl Into<Body>) -> Response {
+        Response::new(StatusCode::OK)
+            .with_content_type(OCTETS)
+            .with_body(body)
+    }
+
+    /// Replaces the status.
+    pub fn with_status(mut self, status: StatusCode) -> Response {
+        self.status = status;
+        self
+    }
+
+    /// Replaces the body.
+    pub fn with_body(mut self, body: impl Into<Body>) -> Response {
+        self.body = body.into();
+        self
+    }
+
+    /// Sets `Content-Type`.
+    pub fn with_content_type(mut self, value: HeaderValue) -> Response {
+        self.content_type = Some(value);
+        self
+    }
+
+    /// Adds a header.
+    ///
+    /// # Panics
+    /// If `name` or `value` is not a valid header name or value; use [`Response::append_header`]
+    /// with checked types for untrusted input.
+    pub fn with_header(mut self, name: &'static str, value: &str) -> Response {
+        let name = HeaderName::from_static(name);
+        let value = HeaderValue::from_str(value).expect("invalid header value");
+        self.append_header(name, value);
+        self
+    }
+
+    /// Adds a header. `Content-Length`, `Transfer-Encoding`, `Date` and `Connection` are managed
+    /// by the server and ignored here; use [`Response::with_content_type`] for the content type.
+    pub fn append_header(&mut self, name: HeaderName, value: HeaderValue) {
+        if name == http::header::CONTENT_TYPE {
+            self.content_type = Some(value);
+        } else {
+            self.headers.push((name, value));
+        }
+    }
+
+    /// The status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The value of header `name` (the first if repeated).
+    pub fn header(&self, name: &str) -> Option<&HeaderValue> {
+        if name.eq_ignore_ascii_case("content-type") {
+            return self.content_type.as_ref();
+        }
+        self.headers
+            .iter()
+            .find(|(n, _)| n.as_str().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+
+    /// The body.
+    pub fn body(&self) -> &Body {
+        &self.body
+    }
+
+    /// Takes the body, leaving an empty one.
+    pub fn take_body(&mut self) -> Body {
+        std::mem::replace(&mut self.body, Body::empty())
+    }
+}
+
+/// Converts a handler's return value into a [`Response`].
+pub trait IntoResponse {
+    /// Makes the response.
+    fn into_response(self) -> Response;
+}
+
+impl IntoResponse for Response {
+    fn into_response(self) -> Response {
+        self
+    }
+}
+
+impl IntoResponse for &'static str {
+    fn into_response(self) -> Response {
+        Response::text_utf8(self)
+    }
+}
+
+impl IntoResponse for String {
+    fn into_response(self) -> Response {
+        Response::text_utf8(self)
+    }
+}
+
+impl IntoResponse for Bytes {
+    fn into_response(self) -> Response {
+        Response::bytes(self)
+    }
+}
+
+impl IntoResponse for Vec<u8> {
+    fn into_response(self) -> Response {
+        Response::bytes(self)
+    }
+}
+
+impl IntoResponse for StatusCode {
+    fn into_response(self) -> Response {
+        Response::new(self)
+    }
+}
+
+impl IntoResponse for () {
+    fn into_response(self) -> Response {
+        Response::new(StatusCode::OK)
+    }
+}
+
+impl<T: IntoResponse> IntoResponse for (StatusCode, T) {
+    fn into_response(self) -> Response {
+        self.1.into_response().with_status(self.0)
+    }
+}
+
+impl<T: IntoResponse, E: IntoResponse> IntoResponse for Result<T, E> {
+    fn into_response(self) -> Response {
+        match self {
+            Ok(v) => v.into_response(),
+            Err(e) => e.into_response(),
+        }
+    }
+}
+
+/// A JSON response: `Json(value)` serializes `value` as `application/json`.
+#[derive(Debug, Clone)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        Response::json(&self.0)
+    }
+}

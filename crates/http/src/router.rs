@@ -1,0 +1,398 @@
+//! The router: method + path → handler, with `{name}` parameters, `{*rest}` catch-alls, and
+//! automatic 404, 405 (with `Allow`) and HEAD-for-GET.
+//!
+//! Routes live in a trie of path segments. Matching walks the request path once, trying a
+//! literal segment before a parameter before a catch-all, so `/users/me` wins over
+//! `/users/{id}` whatever order they were added in.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use http::{HeaderValue, Method, StatusCode};
+use smallvec::SmallVec;
+use volt_proto::Span;
+
+use crate::request::Params;
+use crate::response::{IntoResponse, Response};
+use crate::service::Service;
+use crate::Request;
+
+type BoxFuture = Pin<Box<dyn Future<Output = Response>>>;
+type Handler = Box<dyn Fn(Request) -> BoxFuture + Send + Sync>;
+
+fn boxed<H, Fut, R>(handler: H) -> Handler
+where
+    H: Fn(Request) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + 'static,
+    R: IntoResponse,
+{
+    Box::new(move |req| {
+        let fut = handler(req);
+        Box::pin(async move { fut.await.into_response() })
+    })
+}
+
+/// Routes requests to handlers by method and path.
+///
+/// A handler is any `async fn(Request) -> impl IntoResponse` (or closure returning a future),
+/// and needs not be `Send`: each worker runs it on its own thread.
+///
+/// ```
+/// use volt_http::{get, Request, Router};
+///
+/// async fn user(req: Request) -> Result<String, volt_http::Error> {
+///     let id: u64 = req.param("id")?; // "/users/abc" answers 400
+///     Ok(format!("user {id}"))
+/// }
+///
+/// let app = Router::new()
+///     .route("/", get(|_req| async { "home" }))
+///     .route("/users/{id}", get(user));
+/// ```
+pub struct Router {
+    root: Node,
+    state: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+#[derive(Default)]
+struct Node {
+    literals: Vec<(Box<str>, Node)>,
+    param: Option<Box<Node>>,
+    catch_all: Option<Endpoint>,
+    endpoint: Option<Endpoint>,
+}
+
+struct Endpoint {
+    pattern: Box<str>,
+    names: Option<Arc<[Box<str>]>>,
+    methods: MethodRouter,
+    allow: HeaderValue,
+}
+
+/// The handlers of one path, by method. Made with [`get`], [`post`], ... and chained:
+/// `get(show).post(update)`.
+#[derive(Default)]
+pub struct MethodRouter {
+    by_method: Vec<(Method, Handler)>,
+    any: Option<Handler>,
+}
+
+macro_rules! method_fns {
+    ($($name:ident => $method:ident),*) => {
+        $(
+            #[doc = concat!("Routes `", stringify!($method), "` requests to `handler`.")]
+            pub fn $name<H, Fut, R>(handler: H) -> MethodRouter
+            where
+                H: Fn(Request) -> Fut + Send + Sync + 'static,
+                Fut: Future<Output = R> + 'static,
+                R: IntoResponse,
+            {
+                MethodRouter::default().on(Method::$method, handler)
+            }
+        )*
+
+        impl MethodRouter {
+            $(
+                #[doc = concat!("Adds a `", stringify!($method), "` handler.")]
+                pub fn $name<H, Fut, R>(self, handler: H) -> MethodRouter
+                where
+                    H: Fn(Request) -> Fut + Send + Sync + 'static,
+                    Fut: Future<Output = R> + 'static,
+                    R: IntoResponse,
+                {
+                    self.on(Method::$method, handler)
+                }
+            )*
+        }
+    };
+}
+
+method_fns!(get => GET, post => POST, put => PUT, delete => DELETE, patch => PATCH, options => OPTIONS);
+
+/// Routes every method to `handler`.
+pub fn any<H, Fut, R>(handler: H) -> MethodRouter
+where
+    H: Fn(Request) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + 'static,
+    R: IntoResponse,
+{
+    MethodRouter {
+        by_method: Vec::new(),
+        any: Some(boxed(handler)),
+    }
+}
+
+impl MethodRouter {
+    /// Adds a handler for `method`.
+    ///
+    /// # Panics
+    /// If `method` already has a handler here.
+    pub fn on<H, Fut, R>(mut self, method: Method, handler: H) -> MethodRouter
+    where
+        H: Fn(Request) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + 'static,
+        R: IntoResponse,
+    {
+        assert!(
+            !self.by_method.iter().any(|(m, _)| *m == method),
+            "a {method} handler is already registered for this route"
+        );
+        self.by_method.push((method, boxed(handler)));
+        self
+    }
+
+    fn handler(&self, method: &Method) -> Option<&Handler> {
+        let find = |m: &Method| self.by_method.iter().find(|(k, _)| k == m).map(|(_, h)| h);
+        find(method)
+            .or_else(|| {
+                (*method == Method::HEAD)
+                    .then(|| find(&Method::GET))
+                    .flatten()
+            })
+            .or(self.any.as_ref())
+    }
+
+    fn allow(&self) -> HeaderValue {
+        let mut names: Vec<&str> = self.by_method.iter().map(|(m, _)| m.as_str()).collect();
+        if names.contains(&"GET") && !names.contains(&"HEAD") {
+            names.push("HEAD");
+        }
+        HeaderValue::from_str(&names.join(", ")).expect("method names are valid header text")
+    }
+}
+
+impl Router {
+    /// An empty router: every request answers 404.
+    pub fn new() -> Router {
+        Router {
+            root: Node::default(),
+            state: None,
+        }
+    }
+
+    /// Adds `methods` at `pattern`. Segments are literal, `{name}` (one segment, captured), or a
+    /// final `{*name}` (the rest of the path, captured).
+    ///
+    /// # Panics
+    /// If the pattern is malformed (no leading `/`, a catch-all that is not last, an unclosed
+    /// brace) or already registered.
+    pub fn route(mut self, pattern: &str, methods: MethodRouter) -> Router {
+        assert!(
+            pattern.starts_with('/'),
+            "route `{pattern}` must start with `/`"
+        );
+        let mut node = &mut self.root;
+        let mut names: Vec<Box<str>> = Vec::new();
+        let segments: Vec<&str> = split_path(pattern).collect();
+        let allow = methods.allow();
+        for (i, segment) in segments.iter().enumerate() {
+            if let Some(name) = segment.strip_prefix("{*").and_then(|s| s.strip_suffix('}')) {
+                assert!(
+                    i + 1 == segments.len(),
+                    "catch-all `{segment}` must be the last segment of `{pattern}`"
+                );
+                names.push(name.into());
+                assert!(
+                    node.catch_all.is_none(),
+                    "route `{pattern}` is already registered"
+                );
+                node.catch_all = Some(Endpoint::new(pattern, names, methods, allow));
+                return self;
+            }
+            if let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                assert!(!name.is_empty(), "empty parameter name in `{pattern}`");
+                names.push(name.into());
+                node = node.param.get_or_insert_with(Box::default);
+            } else {
+                assert!(
+                    !segment.contains(['{', '}']),
+                    "malformed segment `{segment}` in `{pattern}`"
+                );
+                let at = match node.literals.iter().position(|(s, _)| &**s == *segment) {
+                    Some(at) => at,
+                    None => {
+                        node.literals.push(((*segment).into(), Node::default()));
+                        node.literals.len() - 1
+                    }
+                };
+                node = &mut node.literals[at].1;
+            }
+        }
+        assert!(
+            node.endpoint.is_none(),
+            "route `{pattern}` is already registered"
+        );
+        node.endpoint = Some(Endpoint::new(pattern, names, methods, allow));
+        self
+    }
+
+    /// Shares `state` with every handler, read back with [`Request::state`].
+    pub fn state<T: Send + Sync + 'static>(mut self, state: T) -> Router {
+        self.state = Some(Arc::new(state));
+        self
+    }
+
+    /// Finds the endpoint for `path`, filling `values` with the parameter spans (relative to
+    /// the start of `path`).
+    fn find(&self, path: &str, values: &mut SmallVec<[Span; 4]>) -> Option<&Endpoint> {
+        let segs = segments(path)?;
+        find_in(&self.root, &segs, path.len() as u32, values)
+    }
+
+    fn dispatch(&self, mut req: Request) -> Dispatch<'_> {
+        let path_start = req.path_offset();
+        let mut values = SmallVec::new();
+        let Some(endpoint) = self.find(req.path(), &mut values) else {
+            return Dispatch::Status(StatusCode::NOT_FOUND, None);
+        };
+        let Some(handler) = endpoint.methods.handler(req.method()) else {
+            return Dispatch::Status(StatusCode::METHOD_NOT_ALLOWED, Some(&endpoint.allow));
+        };
+        if endpoint.names.is_some() {
+            for v in values.iter_mut() {
+                v.start += path_start;
+                v.end += path_start;
+            }
+            req.params = Params {
+                names: endpoint.names.clone(),
+                values,
+            };
+        }
+        req.state.clone_from(&self.state);
+        Dispatch::Handler(handler(req))
+    }
+}
+
+enum Dispatch<'a> {
+    Handler(BoxFuture),
+    Status(StatusCode, Option<&'a HeaderValue>),
+}
+
+/// A path split at `/`, each segment with its byte offset in the path.
+type Segments<'p> = SmallVec<[(&'p str, u32); 8]>;
+
+fn segments(path: &str) -> Option<Segments<'_>> {
+    let rest = path.strip_prefix('/')?;
+    let mut offset = 1;
+    Some(
+        rest.split('/')
+            .map(|s| {
+                let at = offset;
+                offset += s.len() as u32 + 1;
+                (s, at)
+            })
+            .collect(),
+    )
+}
+
+fn find_in<'n>(
+    node: &'n Node,
+    segs: &[(&str, u32)],
+    path_len: u32,
+    values: &mut SmallVec<[Span; 4]>,
+) -> Option<&'n Endpoint> {
+    let Some(&(segment, offset)) = segs.first() else {
+        return node.endpoint.as_ref().or_else(|| {
+            let e = node.catch_all.as_ref()?;
+            values.push(Span {
+                start: path_len,
+                end: path_len,
+            });
+            Some(e)
+        });
+    };
+    if let Some((_, child)) = node.literals.iter().find(|(s, _)| &**s == segment) {
+        if let Some(e) = find_in(child, &segs[1..], path_len, values) {
+            return Some(e);
+        }
+    }
+    if let Some(child) = node.param.as_deref().filter(|_| !segment.is_empty()) {
+        let mark = values.len();
+        values.push(Span {
+            start: offset,
+            end: offset + segment.len() as u32,
+        });
+        if let Some(e) = find_in(child, &segs[1..], path_len, values) {
+            return Some(e);
+        }
+        values.truncate(mark);
+    }
+    let e = node.catch_all.as_ref()?;
+    values.push(Span {
+        start: offset,
+        end: path_len,
+    });
+    Some(e)
+}
+
+fn split_path(pattern: &str) -> impl Iterator<Item = &str> {
+    pattern[1..].split('/')
+}
+
+impl Endpoint {
+    fn new(pattern: &str, names: Vec<Box<str>>, methods: MethodRouter, allow: HeaderValue) -> Self {
+        Endpoint {
+            pattern: pattern.into(),
+            names: (!names.is_empty()).then(|| names.into()),
+            methods,
+            allow,
+        }
+    }
+}
+
+impl Default for Router {
+    fn default() -> Self {
+        Router::new()
+    }
+}
+
+impl Service for Router {
+    async fn call(&self, req: Request) -> Response {
+        match self.dispatch(req) {
+            Dispatch::Handler(fut) => fut.await,
+            Dispatch::Status(status, allow) => {
+                let mut r = crate::Error::new(
+                    status,
+                    status.canonical_reason().unwrap_or("error").to_lowercase(),
+                )
+                .into_response();
+                if let Some(allow) = allow {
+                    r.append_header(http::header::ALLOW, allow.clone());
+                }
+                r
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Router {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut patterns = Vec::new();
+        collect_patterns(&self.root, &mut patterns);
+        f.debug_struct("Router").field("routes", &patterns).finish()
+    }
+}
+
+fn collect_patterns<'a>(node: &'a Node, out: &mut Vec<&'a str>) {
+    out.extend(node.endpoint.iter().map(|e| &*e.pattern));
+    out.extend(node.catch_all.iter().map(|e| &*e.pattern));
+    for (_, child) in &node.literals {
+        collect_patterns(child, out);
+    }
+    if let Some(child) = &node.param {
+        collect_patterns(child, out);
+    }
+}
+
+impl fmt::Debug for MethodRouter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let methods: Vec<_> = self.by_method.iter().map(|(m, _)| m.as_str()).collect();
+        f.debug_struct("MethodRouter")
+            .field("methods", &methods)
+            .field("any", &self.any.is_some())
+            .finish()
+    }
+}

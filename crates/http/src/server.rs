@@ -1,0 +1,364 @@
+//! The server: one worker per core, each with its own `SO_REUSEPORT` listener, accepting and
+//! serving connections until shutdown.
+//!
+//! Shutdown (SIGINT/SIGTERM, or [`ServerHandle::shutdown`]) is graceful: every worker stops
+//! accepting, closes its idle keep-alive connections, lets each busy one finish the request it
+//! is on (answering it with `Connection: close`), and returns when none is left or
+//! [`Config::shutdown_timeout`] has passed.
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Waker;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::BytesMut;
+use slab::Slab;
+use volt_rt::future::{race, Either};
+use volt_rt::net::{ListenOptions, TcpListener};
+use volt_rt::JoinHandle;
+
+use crate::config::Config;
+use crate::service::Service;
+
+/// Buffers kept per worker for connections to reuse.
+const POOL_SIZE: usize = 256;
+const READ_BUF: usize = 8 * 1024;
+
+/// An HTTP/1.x server.
+///
+/// ```no_run
+/// use volt_http::{get, Router, Server};
+///
+/// let app = Router::new().route("/", get(|_req| async { "Hello, World!" }));
+/// Server::bind("127.0.0.1:8080")?.workers(2).serve(app)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Server {
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+    workers: usize,
+    pin_to_cores: bool,
+    handle_signals: bool,
+    config: Config,
+    handle: ServerHandle,
+}
+
+/// Stops a running [`Server`] from any thread.
+#[derive(Clone, Debug, Default)]
+pub struct ServerHandle {
+    shared: Arc<HandleShared>,
+}
+
+#[derive(Debug, Default)]
+struct HandleShared {
+    stop: AtomicBool,
+    runtime: Mutex<Option<volt_rt::Handle>>,
+}
+
+impl ServerHandle {
+    /// Starts a graceful shutdown (also before `serve` started: it then returns at once).
+    pub fn shutdown(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(rt) = &*self
+            .shared
+            .runtime
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+        {
+            rt.stop();
+        }
+    }
+}
+
+impl Server {
+    /// Binds `addr` (port 0 picks a free port; see [`Server::local_addr`]). Defaults: one
+    /// worker per CPU, no pinning, SIGINT/SIGTERM handled, [`Config::default`].
+    pub fn bind(addr: impl ToSocketAddrs) -> io::Result<Server> {
+        let listener = ListenOptions::new()
+            .reuse_port(true)
+            .backlog(4096)
+            .bind_std(addr)?;
+        let addr = listener.local_addr()?;
+        Ok(Server {
+            listener,
+            addr,
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            pin_to_cores: false,
+            handle_signals: true,
+            config: Config::default(),
+            handle: ServerHandle::default(),
+        })
+    }
+
+    /// The number of worker threads.
+    pub fn workers(mut self, n: usize) -> Server {
+        self.workers = n.max(1);
+        self
+    }
+
+    /// Pins worker `i` to CPU `i`.
+    pub fn pin_to_cores(mut self, on: bool) -> Server {
+        self.pin_to_cores = on;
+        self
+    }
+
+    /// Whether SIGINT/SIGTERM start a graceful shutdown (default: yes).
+    pub fn handle_signals(mut self, on: bool) -> Server {
+        self.handle_signals = on;
+        self
+    }
+
+    /// Limits and timeouts.
+    pub fn config(mut self, config: Config) -> Server {
+        self.config = config;
+        self
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A handle to stop the server from another thread.
+    pub fn handle(&self) -> ServerHandle {
+        self.handle.clone()
+    }
+
+    /// Serves `service` until shutdown; blocks the calling thread.
+    pub fn serve<S: Service>(self, service: S) -> io::Result<()> {
+        let runtime = volt_rt::Runtime::builder()
+            .workers(self.workers)
+            .pin_to_cores(self.pin_to_cores)
+            .thread_name("volt-http")
+            .build()?;
+        *self
+            .handle
+            .shared
+            .runtime
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(runtime.handle());
+        if self.handle.shared.stop.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let service = Arc::new(service);
+        let config = Arc::new(self.config);
+        let first = Mutex::new(Some(self.listener));
+        let addr = self.addr;
+        let handle_signals = self.handle_signals;
+        let results = runtime.run(|index| {
+            let listener = first.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let service = service.clone();
+            let config = config.clone();
+            async move {
+                let listener = match listener {
+                    Some(l) => TcpListener::from_std(l)?,
+                    None => ListenOptions::new()
+                        .reuse_port(true)
+                        .backlog(4096)
+                        .bind(addr)?,
+                };
+                if index == 0 && handle_signals {
+                    volt_rt::spawn(async {
+                        volt_rt::signal::shutdown_signal().await;
+                        volt_rt::Handle::current().stop();
+                    });
+                }
+                run_worker(listener, service, config).await;
+                Ok::<(), io::Error>(())
+            }
+        });
+        results.into_iter().collect()
+    }
+}
+
+async fn run_worker<S: Service>(listener: TcpListener, service: Arc<S>, config: Arc<Config>) {
+    let worker = Rc::new(Worker::new(config));
+    let mut stopped = volt_rt::Handle::current().stopped();
+    loop {
+        if worker.conns.borrow().len() >= worker.config.max_connections_per_worker {
+            match race(worker.connection_closed(), &mut stopped).await {
+                Either::Left(()) => continue,
+                Either::Right(()) => break,
+            }
+        }
+        match race(listener.accept(), &mut stopped).await {
+            Either::Left(Ok((stream, remote))) => {
+                let slot = worker.conns.borrow_mut().insert(ConnEntry {
+                    task: None,
+                    idle: false,
+                });
+                let service = service.clone();
+                let w = worker.clone();
+                let task = volt_rt::spawn(async move {
+                    let _guard = ConnGuard {
+                        worker: w.clone(),
+                        slot,
+                    };
+                    crate::conn::serve(stream, remote, &*service, w, slot).await;
+                });
+                if let Some(entry) = worker.conns.borrow_mut().get_mut(slot) {
+                    entry.task = Some(task);
+                }
+            }
+            // Out of descriptors or a connection reset before accept: keep going, but let
+            // the system breathe if it is the former.
+            Either::Left(Err(e)) => {
+                if e.raw_os_error() == Some(24) || e.raw_os_error() == Some(23) {
+                    volt_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            }
+            Either::Right(()) => break,
+        }
+    }
+    drop(listener);
+    worker.shut_down().await;
+}
+
+/// Per-worker server state, shared by its connections.
+pub(crate) struct Worker {
+    pub(crate) config: Arc<Config>,
+    pub(crate) limits: volt_proto::Limits,
+    /// `Server: <name>\r\n`, or nothing.
+    pub(crate) server_header: Vec<u8>,
+    date: RefCell<(u64, [u8; 29])>,
+    shutting_down: Cell<bool>,
+    conns: RefCell<Slab<ConnEntry>>,
+    /// The accept loop or shutdown, waiting for a connection to close.
+    closed_waiter: RefCell<Option<Waker>>,
+    read_pool: RefCell<Vec<BytesMut>>,
+    write_pool: RefCell<Vec<Vec<u8>>>,
+}
+
+struct ConnEntry {
+    task: Option<JoinHandle<()>>,
+    idle: bool,
+}
+
+/// Removes a connection's entry when its task ends, however it ends.
+struct ConnGuard {
+    worker: Rc<Worker>,
+    slot: usize,
+}
+
+impl Drop for ConnGuard {
+    fn drop(&mut self) {
+        let entry = self.worker.conns.borrow_mut().try_remove(self.slot);
+        drop(entry);
+        if let Some(w) = self.worker.closed_waiter.borrow_mut().take() {
+            w.wake();
+        }
+    }
+}
+
+impl Worker {
+    fn new(config: Arc<Config>) -> Worker {
+        let server_header = match &config.server_name {
+            Some(name) => format!("Server: {name}\r\n").into_bytes(),
+            None => Vec::new(),
+        };
+        Worker {
+            limits: config.limits(),
+            config,
+            server_header,
+            date: RefCell::new((u64::MAX, [0; 29])),
+            shutting_down: Cell::new(false),
+            conns: RefCell::new(Slab::new()),
+            closed_waiter: RefCell::new(None),
+            read_pool: RefCell::new(Vec::new()),
+            write_pool: RefCell::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.get()
+    }
+
+    pub(crate) fn set_idle(&self, slot: usize, idle: bool) {
+        if let Some(entry) = self.conns.borrow_mut().get_mut(slot) {
+            entry.idle = idle;
+        }
+    }
+
+    /// Re-formats the cached `Date` when the second changed.
+    pub(crate) fn refresh_date(&self) {
+        let now = SystemTime::now();
+        let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let mut date = self.date.borrow_mut();
+        if date.0 != secs {
+            *date = (secs, volt_proto::http_date(now));
+        }
+    }
+
+    pub(crate) fn write_date(&self, w: &mut Vec<u8>) {
+        w.extend_from_slice(b"Date: ");
+        w.extend_from_slice(&self.date.borrow().1);
+        w.extend_from_slice(b"\r\n");
+    }
+
+    pub(crate) fn take_read_buf(&self) -> BytesMut {
+        let mut buf = self.read_pool.borrow_mut().pop().unwrap_or_default();
+        buf.reserve(READ_BUF);
+        buf
+    }
+
+    pub(crate) fn give_read_buf(&self, buf: BytesMut) {
+        let mut pool = self.read_pool.borrow_mut();
+        if buf.is_empty() && buf.capacity() >= READ_BUF && pool.len() < POOL_SIZE {
+            pool.push(buf);
+        }
+    }
+
+    pub(crate) fn give_write_buf(&self, mut buf: Vec<u8>) {
+        let mut pool = self.write_pool.borrow_mut();
+        if buf.capacity() > 0 && pool.len() < POOL_SIZE {
+            buf.clear();
+            pool.push(buf);
+        }
+    }
+
+    pub(crate) fn take_write_buf(&self) -> Vec<u8> {
+        self.write_pool.borrow_mut().pop().unwrap_or_default()
+    }
+
+    async fn connection_closed(&self) {
+        let mut waited = false;
+        std::future::poll_fn(|cx| {
+            if std::mem::replace(&mut waited, true) {
+                return std::task::Poll::Ready(());
+            }
+            *self.closed_waiter.borrow_mut() = Some(cx.waker().clone());
+            std::task::Poll::Pending
+        })
+        .await
+    }
+
+    /// Closes idle connections, then waits (bounded) for busy ones to finish their request.
+    async fn shut_down(&self) {
+        self.shutting_down.set(true);
+        let deadline = Instant::now() + self.config.shutdown_timeout;
+        let idle: Vec<JoinHandle<()>> = self
+            .conns
+            .borrow_mut()
+            .iter_mut()
+            .filter(|(_, e)| e.idle)
+            .filter_map(|(_, e)| e.task.take())
+            .collect();
+        for task in &idle {
+            task.abort();
+        }
+        drop(idle);
+        while !self.conns.borrow().is_empty() {
+            if volt_rt::time::timeout_at(deadline, self.connection_closed())
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+    }
+}

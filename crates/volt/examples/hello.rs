@@ -1,0 +1,43 @@
+//! The smallest useful volt app: a router with a path parameter, a JSON body, and shared state.
+//!
+//! `cargo run --release -p volt --example hello` then `curl localhost:8080/hello/you`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use volt::{get, post, Error, Json, Request, Router, Server};
+
+#[derive(Default)]
+struct Stats {
+    greetings: AtomicU64,
+}
+
+#[derive(serde::Deserialize, serde::Serialize)]
+struct Message {
+    text: String,
+}
+
+async fn hello(req: Request) -> Result<String, Error> {
+    let name: String = req.param("name")?;
+    let n = req
+        .state::<Stats>()
+        .greetings
+        .fetch_add(1, Ordering::Relaxed)
+        + 1;
+    Ok(format!("Hello, {name}! (greeting #{n})\n"))
+}
+
+async fn echo(mut req: Request) -> Result<Json<Message>, Error> {
+    let msg: Message = req.json().await?;
+    Ok(Json(msg))
+}
+
+fn main() -> std::io::Result<()> {
+    let app = Router::new()
+        .route("/", get(|_req| async { "Hello, World!\n" }))
+        .route("/hello/{name}", get(hello))
+        .route("/echo", post(echo))
+        .state(Stats::default());
+    let server = Server::bind("127.0.0.1:8080")?;
+    println!("listening on http://{}", server.local_addr());
+    server.serve(app)
+}
