@@ -53,6 +53,9 @@ where
 ///     .route("/users/{id}", get(user));
 /// ```
 pub struct Router {
+    /// Routes without parameters, matched by a plain comparison before the trie is walked:
+    /// most requests of most apps end here.
+    exact: Vec<(Box<str>, Endpoint)>,
     root: Node,
     state: Option<Arc<dyn Any + Send + Sync>>,
 }
@@ -168,6 +171,7 @@ impl Router {
     /// An empty router: every request answers 404.
     pub fn new() -> Router {
         Router {
+            exact: Vec::new(),
             root: Node::default(),
             state: None,
         }
@@ -184,6 +188,16 @@ impl Router {
             pattern.starts_with('/'),
             "route `{pattern}` must start with `/`"
         );
+        if !pattern.contains(['{', '}']) {
+            assert!(
+                !self.exact.iter().any(|(p, _)| &**p == pattern),
+                "route `{pattern}` is already registered"
+            );
+            let allow = methods.allow();
+            let endpoint = Endpoint::new(pattern, Vec::new(), methods, allow);
+            self.exact.push((pattern.into(), endpoint));
+            return self;
+        }
         let mut node = &mut self.root;
         let mut names: Vec<Box<str>> = Vec::new();
         let segments: Vec<&str> = split_path(pattern).collect();
@@ -238,6 +252,13 @@ impl Router {
     /// Finds the endpoint for `path`, filling `values` with the parameter spans (relative to
     /// the start of `path`).
     fn find(&self, path: &str, values: &mut SmallVec<[Span; 4]>) -> Option<&Endpoint> {
+        if let Some((_, e)) = self
+            .exact
+            .iter()
+            .find(|(p, _)| p.len() == path.len() && **p == *path)
+        {
+            return Some(e);
+        }
         let segs = segments(path)?;
         find_in(&self.root, &segs, path.len() as u32, values)
     }
@@ -350,27 +371,31 @@ impl Default for Router {
 }
 
 impl Service for Router {
-    async fn call(&self, req: Request) -> Response {
-        match self.dispatch(req) {
-            Dispatch::Handler(fut) => fut.await,
-            Dispatch::Status(status, allow) => {
-                let mut r = crate::Error::new(
-                    status,
-                    status.canonical_reason().unwrap_or("error").to_lowercase(),
-                )
-                .into_response();
-                if let Some(allow) = allow {
-                    r.append_header(http::header::ALLOW, allow.clone());
-                }
-                r
+    // Not an `async fn`: the request moves once, into the handler's boxed future, instead of
+    // first into this future's state as well.
+    fn call(&self, req: Request) -> impl Future<Output = Response> {
+        let dispatch = self.dispatch(req);
+        async move {
+            match dispatch {
+                Dispatch::Handler(fut) => fut.await,
+                Dispatch::Status(status, allow) => status_response(status, allow),
             }
         }
     }
 }
 
+fn status_response(status: StatusCode, allow: Option<&HeaderValue>) -> Response {
+    let reason = status.canonical_reason().unwrap_or("error").to_lowercase();
+    let mut r = crate::Error::new(status, reason).into_response();
+    if let Some(allow) = allow {
+        r.append_header(http::header::ALLOW, allow.clone());
+    }
+    r
+}
+
 impl fmt::Debug for Router {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut patterns = Vec::new();
+        let mut patterns: Vec<&str> = self.exact.iter().map(|(p, _)| &**p).collect();
         collect_patterns(&self.root, &mut patterns);
         f.debug_struct("Router").field("routes", &patterns).finish()
     }
