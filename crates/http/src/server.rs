@@ -194,13 +194,14 @@ async fn run_worker<S: Service>(listener: TcpListener, service: Arc<S>, config: 
                 });
                 let service = service.clone();
                 let w = worker.clone();
-                let task = volt_rt::spawn(async move {
+                let fut = async move {
                     let _guard = ConnGuard {
                         worker: w.clone(),
                         slot,
                     };
                     crate::conn::serve(stream, remote, &*service, w, slot).await;
-                });
+                };
+                let task = volt_rt::spawn(fut);
                 if let Some(entry) = worker.conns.borrow_mut().get_mut(slot) {
                     entry.task = Some(task);
                 }

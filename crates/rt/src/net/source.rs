@@ -258,6 +258,27 @@ macro_rules! stream_io {
                 self.source.poll_read_buf(cx, buf)
             }
 
+            /// Polls a read into the spare capacity of a `BytesMut`.
+            #[cfg(feature = "bytes")]
+            pub fn poll_read_bytes(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut bytes::BytesMut,
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.source.poll_read_bytes(cx, buf)
+            }
+
+            /// Polls until a read may make progress (see [`Self::readable`]).
+            pub fn poll_read_ready(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+                self.source.poll_ready(cx, $crate::reactor::Direction::Read)
+            }
+
+            /// Polls until a write may make progress (see [`Self::writable`]).
+            pub fn poll_write_ready(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+                self.source
+                    .poll_ready(cx, $crate::reactor::Direction::Write)
+            }
+
             /// Polls a write of `buf`.
             pub fn poll_write(
                 &self,
