@@ -66,7 +66,8 @@ where
                             let rt = tokio::runtime::Builder::new_current_thread()
                                 .enable_all()
                                 .build()?;
-                            rt.block_on(accept_loop(reuseport(addr)?, serve))
+                            // The listener is registered with the runtime, so made inside it.
+                            rt.block_on(async move { accept_loop(reuseport(addr)?, serve).await })
                         })
                 })
                 .collect::<io::Result<_>>()?;
