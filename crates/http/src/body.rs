@@ -145,7 +145,8 @@ struct Slot {
     receiver_waiting: Option<Waker>,
 }
 
-/// Feeds a [`Body::channel`]. Dropping it ends the body.
+/// Feeds a [`Body::channel`]. Dropping it ends the body; dropping it in a panic cuts the body
+/// short, as [`BodySender::abort`] does.
 pub struct BodySender {
     shared: Rc<RefCell<Slot>>,
 }
@@ -190,6 +191,11 @@ impl BodySender {
 impl Drop for BodySender {
     fn drop(&mut self) {
         let mut slot = self.shared.borrow_mut();
+        // Dropped while a panic unwinds the task feeding the body: the body is cut short and
+        // must not end as if complete (a final chunk would tell the client it got it all).
+        if std::thread::panicking() {
+            slot.chunk = Some(Err(io::Error::other("the response body's sender panicked")));
+        }
         slot.closed = true;
         if let Some(w) = slot.receiver_waiting.take() {
             w.wake();

@@ -36,6 +36,8 @@ use crate::{Error, Request};
 const FLUSH_AT: usize = 64 * 1024;
 /// Stream chunks at least this large are written directly instead of copied.
 const DIRECT_WRITE: usize = 16 * 1024;
+/// Least free space in the read buffer before a read.
+const MIN_READ: usize = 4 * 1024;
 /// Read size while reading a request body.
 const BODY_READ: usize = 64 * 1024;
 
@@ -114,6 +116,7 @@ pub(crate) async fn serve<S: Service>(
             Err(ReadError::Timeout) => {
                 if !idle {
                     let e = Error::new(StatusCode::REQUEST_TIMEOUT, "request head took too long");
+                    worker.refresh_date();
                     io.respond_error(e);
                     // Boxed: this rare path would otherwise add a write future's size to
                     // every idle connection.
@@ -259,6 +262,9 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, head: RequestHead, service: &S) -> 
         }
         OutBody::Stream { stream, len } => {
             let framing = match (len, version) {
+                // 1xx, 204 and 304 have no body, so no framing headers either (RFC 9112 §6.1,
+                // RFC 9110 §8.6); HEAD keeps the ones GET would have had.
+                _ if no_body && !is_head => Framing::Length(None),
                 (Some(n), _) => Framing::Length(Some(n)),
                 (None, Version::HTTP_10) => {
                     keep_alive = false;
@@ -339,9 +345,7 @@ fn encode_head(
 ) {
     // We speak HTTP/1.1; a 1.0 client reads the same status line (RFC 9110 §6.2).
     let _ = version;
-    volt_proto::write_status_line(w, Version::HTTP_11, response.status);
-    w.extend_from_slice(&worker.server_header);
-    worker.write_date(w);
+    worker.write_head_start(w, response.status);
     if let Some(ct) = &response.content_type {
         volt_proto::write_header(w, b"Content-Type", ct.as_bytes());
     }
@@ -429,7 +433,9 @@ impl ConnIo {
         if buf.capacity() == 0 {
             buf = self.worker.take_read_buf();
         }
-        buf.reserve(reserve.max(1));
+        // At least 4 KiB of room, so a read takes a whole pipelined batch: with less, the
+        // tail of a buffer whose front went to earlier requests made reads of a few bytes.
+        buf.reserve(reserve.max(MIN_READ));
         let result = self
             .until(deadline, |cx| self.stream.poll_read_bytes(cx, &mut buf))
             .await;

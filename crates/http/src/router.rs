@@ -277,12 +277,12 @@ impl Router {
                 v.start += path_start;
                 v.end += path_start;
             }
-            req.params = Params {
+            req.set_params(Params {
                 names: endpoint.names.clone(),
                 values,
-            };
+            });
         }
-        req.state.clone_from(&self.state);
+        req.set_state(&self.state);
         Dispatch::Handler(handler(req))
     }
 }

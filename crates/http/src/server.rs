@@ -226,7 +226,12 @@ pub(crate) struct Worker {
     pub(crate) limits: volt_proto::Limits,
     /// `Server: <name>\r\n`, or nothing.
     pub(crate) server_header: Vec<u8>,
-    date: RefCell<(u64, [u8; 29])>,
+    /// The second `ok_prefix` was rendered for.
+    date_secs: Cell<u64>,
+    /// `HTTP/1.1 200 OK`, `Server` and `Date` lines, ready to copy.
+    ok_prefix: RefCell<Vec<u8>>,
+    /// Where the `Date` value starts in `ok_prefix`.
+    date_at: Cell<usize>,
     shutting_down: Cell<bool>,
     conns: RefCell<Slab<ConnEntry>>,
     /// The accept loop or shutdown, waiting for a connection to close.
@@ -266,7 +271,9 @@ impl Worker {
             limits: config.limits(),
             config,
             server_header,
-            date: RefCell::new((u64::MAX, [0; 29])),
+            date_secs: Cell::new(u64::MAX),
+            ok_prefix: RefCell::new(Vec::new()),
+            date_at: Cell::new(6),
             shutting_down: Cell::new(false),
             conns: RefCell::new(Slab::new()),
             closed_waiter: RefCell::new(None),
@@ -289,16 +296,32 @@ impl Worker {
     pub(crate) fn refresh_date(&self) {
         let now = SystemTime::now();
         let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let mut date = self.date.borrow_mut();
-        if date.0 != secs {
-            *date = (secs, volt_proto::http_date(now));
+        if self.date_secs.get() == secs {
+            return;
         }
+        self.date_secs.set(secs);
+        let mut prefix = self.ok_prefix.borrow_mut();
+        prefix.clear();
+        volt_proto::write_status_line(&mut prefix, http::Version::HTTP_11, http::StatusCode::OK);
+        prefix.extend_from_slice(&self.server_header);
+        self.date_at.set(prefix.len() + 6);
+        prefix.extend_from_slice(b"Date: ");
+        prefix.extend_from_slice(&volt_proto::http_date(now));
+        prefix.extend_from_slice(b"\r\n");
     }
 
-    pub(crate) fn write_date(&self, w: &mut Vec<u8>) {
-        w.extend_from_slice(b"Date: ");
-        w.extend_from_slice(&self.date.borrow().1);
-        w.extend_from_slice(b"\r\n");
+    /// Starts a response head: status line, `Server` and `Date`. A 200 (most responses) is
+    /// one copy of a prefix re-rendered once a second.
+    pub(crate) fn write_head_start(&self, w: &mut Vec<u8>, status: http::StatusCode) {
+        let prefix = self.ok_prefix.borrow();
+        if status == http::StatusCode::OK {
+            w.extend_from_slice(&prefix);
+            return;
+        }
+        volt_proto::write_status_line(w, http::Version::HTTP_11, status);
+        w.extend_from_slice(&self.server_header);
+        let date_at = self.date_at.get();
+        w.extend_from_slice(&prefix[date_at - 6..]);
     }
 
     pub(crate) fn take_read_buf(&self) -> BytesMut {
