@@ -1,0 +1,409 @@
+//! The HTTP/1.1 connection driver: the one module that joins a [`Transport`] and the response
+//! reader. It runs the requests of one connection slot, reconnecting as needed, until the run
+//! ends or the budget is spent.
+//!
+//! One exchange is: write a batch of requests (1, or the pipeline depth) with one write, then
+//! read and parse responses straight from the read buffer until all of them are in. In rate
+//! mode each exchange is one request, started at its scheduled time. Nothing is allocated per
+//! request: the request bytes are a slice of the pre-encoded ring, the read buffer is reused,
+//! and the reader keeps its state in place.
+
+use std::time::Instant;
+
+use crate::config::ResponseView;
+use crate::h1::{ResponseReader, Step};
+use crate::stats::ErrorKind;
+use crate::transport::Transport;
+use crate::worker::{micros_between, Slot, WorkerCtx};
+
+/// Read buffer per connection: room for 16 pipelined responses many times over, and for the
+/// largest head `volt_proto` accepts (16 KiB) plus what follows it.
+const READ_BUFFER: usize = 32 * 1024;
+/// When less than this is free at the end of the buffer, unread bytes move to its front.
+const MIN_READ_ROOM: usize = 4096;
+/// Closed loop: pause after a failed connect, so a dead server is not hammered in a spin.
+const CONNECT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// The per-connection state of the driver: buffer, reader, and what this connection did.
+struct ConnState {
+    /// Initialized once and reused; `buf[start..end]` holds bytes read and not yet used.
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    reader: ResponseReader,
+    /// Responses received on this connection so far.
+    answered: u64,
+}
+
+impl ConnState {
+    fn new() -> ConnState {
+        ConnState {
+            buf: vec![0; READ_BUFFER].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            reader: ResponseReader::new(),
+            answered: 0,
+        }
+    }
+
+    /// Forgets the previous connection's bytes and state; keeps the buffer's memory.
+    fn reset(&mut self) {
+        self.start = 0;
+        self.end = 0;
+        self.reader = ResponseReader::new();
+        self.answered = 0;
+    }
+
+    /// Drops the used bytes and makes room at the end for the next read.
+    fn make_room(&mut self) {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.buf.len() - self.end < MIN_READ_ROOM {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+    }
+}
+
+/// When the requests of an exchange were started, for the latencies.
+#[derive(Clone, Copy)]
+struct Timing {
+    /// Latency is measured from here: the scheduled time in rate mode, else the actual start.
+    from: Instant,
+    /// The actual start (connect without keep-alive, else the write), for the service time.
+    started: Instant,
+    rate_mode: bool,
+}
+
+/// How an exchange ended.
+enum Outcome {
+    /// Every request was answered; the connection can carry more.
+    Reusable,
+    /// The server ended the connection in order (`Connection: close`, a body delimited by the
+    /// close, or an idle keep-alive connection closed); `unanswered` requests got no response.
+    Closed { unanswered: usize },
+    /// The connection failed; the first unanswered request counts as an error of `kind`.
+    Failed { kind: ErrorKind, unanswered: usize },
+}
+
+/// Responses counted but not yet handed to the recorder. Responses completed by one read of
+/// one batch share its clock reading and start time, hence one latency: they are recorded
+/// together, with one borrow of the recorder and one histogram update per read rather than per
+/// response. Statuses are kept as a run of one code (a change flushes the run).
+#[derive(Default)]
+struct Tally {
+    n: u64,
+    status: u16,
+    status_run: u64,
+}
+
+impl Tally {
+    #[inline]
+    fn add(&mut self, ctx: &WorkerCtx, status: u16, timing: Timing) {
+        if status != self.status && self.status_run > 0 {
+            if timing.from >= ctx.measure_start {
+                ctx.rec.borrow_mut().status(self.status, self.status_run);
+            }
+            self.status_run = 0;
+        }
+        self.status = status;
+        self.status_run += 1;
+        self.n += 1;
+    }
+
+    /// Records what was counted, with latency up to `now`. Warm-up responses are dropped.
+    #[inline]
+    fn flush(&mut self, ctx: &WorkerCtx, now: Instant, timing: Timing) {
+        if self.n == 0 {
+            return;
+        }
+        if timing.from >= ctx.measure_start {
+            let latency = micros_between(timing.from, now);
+            let rate = timing.rate_mode.then(|| {
+                (
+                    micros_between(timing.started, now),
+                    micros_between(timing.from, timing.started),
+                )
+            });
+            let mut rec = ctx.rec.borrow_mut();
+            rec.responses(latency, self.n, rate);
+            rec.status(self.status, self.status_run);
+            drop(rec);
+            ctx.last_response.set(Some(now));
+        }
+        self.n = 0;
+        self.status_run = 0;
+    }
+}
+
+/// Drives `slot` until the run ends for it. `conn` is a connection opened beforehand, if any.
+pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: Option<T>) {
+    let plan = &*ctx.plan;
+    let mut state = ConnState::new();
+    let mut sleep = plan.rate.map(|_| volt_rt::time::sleep_until(ctx.start));
+    loop {
+        // What to send, and from when its latency counts. `clock` is read once here and
+        // serves as the start of a closed-loop batch (clock reads are a visible share of the
+        // client's own CPU time).
+        let (count, scheduled, clock) = match &mut sleep {
+            None => {
+                let clock = Instant::now();
+                if ctx.end.is_some_and(|end| clock >= end) {
+                    return;
+                }
+                let owed = slot.owed.get();
+                let count = if owed > 0 {
+                    let n = owed.min(plan.pipeline);
+                    slot.owed.set(owed - n);
+                    n
+                } else {
+                    plan.budget.claim(plan.pipeline)
+                };
+                if count == 0 {
+                    return;
+                }
+                (count, None, clock)
+            }
+            Some(sleep) => {
+                let k = slot.next_send.get();
+                let at = ctx.scheduled(slot.index, k);
+                if ctx.end.is_some_and(|end| at >= end) {
+                    return;
+                }
+                let owed = slot.owed.get();
+                if owed > 0 {
+                    slot.owed.set(owed - 1);
+                } else if plan.budget.claim(1) == 0 {
+                    return;
+                }
+                slot.next_send.set(k + 1);
+                if Instant::now() < at {
+                    sleep.reset(at);
+                    sleep.await;
+                }
+                (1, Some(at), Instant::now())
+            }
+        };
+
+        let mut started = clock;
+        if conn.is_none() {
+            slot.connecting.set(true);
+            slot.waiting_since.set(Some(started));
+            let result = T::connect(plan.addr).await;
+            slot.connecting.set(false);
+            slot.waiting_since.set(None);
+            match result {
+                Ok(c) => {
+                    conn = Some(c);
+                    state.reset();
+                    ctx.rec.borrow_mut().counts.connections += 1;
+                }
+                Err(_) => {
+                    ctx.error(ErrorKind::Connect, scheduled.unwrap_or(started));
+                    // In `--requests` mode the request that could not be sent is finished (as
+                    // an error); the rest of the batch is still owed.
+                    if plan.budget.is_limited() {
+                        slot.owed.set(slot.owed.get() + count - 1);
+                    }
+                    if scheduled.is_none() {
+                        volt_rt::time::sleep(CONNECT_BACKOFF).await;
+                    }
+                    continue;
+                }
+            }
+            // With keep-alive, a reconnect is not part of the next request's latency;
+            // without it, opening the connection is (as with `ab`).
+            if plan.keepalive {
+                started = Instant::now();
+            }
+        }
+        let Some(c) = conn.as_ref() else {
+            unreachable!("connected above")
+        };
+        let timing = Timing {
+            from: scheduled.unwrap_or(started),
+            started,
+            rate_mode: scheduled.is_some(),
+        };
+        let outcome = exchange(ctx, slot, c, &mut state, count, timing).await;
+        slot.waiting_since.set(None);
+        slot.in_flight.set(0);
+        match outcome {
+            Outcome::Reusable if plan.keepalive => continue,
+            Outcome::Reusable => {}
+            Outcome::Closed { unanswered } => {
+                if plan.budget.is_limited() {
+                    slot.owed.set(slot.owed.get() + unanswered);
+                }
+            }
+            Outcome::Failed { kind, unanswered } => {
+                ctx.error(kind, timing.from);
+                if plan.budget.is_limited() {
+                    slot.owed.set(slot.owed.get() + unanswered - 1);
+                }
+            }
+        }
+        conn = None;
+    }
+}
+
+/// Writes `count` requests from the slot's cursor and reads their responses.
+async fn exchange<T: Transport>(
+    ctx: &WorkerCtx,
+    slot: &Slot,
+    conn: &T,
+    state: &mut ConnState,
+    count: usize,
+    timing: Timing,
+) -> Outcome {
+    let plan = &*ctx.plan;
+    let mut cursor = slot.cursor.get();
+    let bytes = plan.ring.window(cursor, count);
+    slot.in_flight.set(count);
+    slot.waiting_since.set(Some(timing.started));
+    let in_window = timing.from >= ctx.measure_start;
+    {
+        let mut rec = ctx.rec.borrow_mut();
+        rec.counts.bytes_written += bytes.len() as u64;
+        if in_window {
+            rec.counts.sent += count as u64;
+        }
+    }
+    if conn.write_all(bytes).await.is_err() {
+        return Outcome::Failed {
+            kind: ErrorKind::Io,
+            unanswered: count,
+        };
+    }
+
+    let mut remaining = count;
+    // Responses already buffered cannot answer requests only just written; the first read
+    // sets the clock that times the responses it brings.
+    let mut now = timing.started;
+    // Set after a read that did not fill the buffer. volt-rt then treats the socket as drained
+    // and waits for the next epoll edge, but a FIN that arrived together with that data brings
+    // no further edge. So when such a read left part of a response (a body delimited by the
+    // close, a truncated body), one non-blocking read checks for the end first. Between whole
+    // responses it does not: servers that send pipelined responses one by one would pay an
+    // EAGAIN per segment, and a close there without `Connection: close` is caught by the
+    // timeout instead.
+    let mut short_read = false;
+    let mut tally = Tally::default();
+    loop {
+        // Every complete response in the buffer.
+        while remaining > 0 && state.start < state.end {
+            let input = &state.buf[state.start..state.end];
+            let head_request = plan.ring.is_head(cursor);
+            let step = match &plan.inspect {
+                None => state.reader.step(input, head_request, &mut |_, _| {}),
+                Some(f) => state.reader.step(input, head_request, &mut |head, bytes| {
+                    f(&ResponseView::new(cursor, head, bytes))
+                }),
+            };
+            match step {
+                Ok(Step::Done(used, response)) => {
+                    state.start += used;
+                    remaining -= 1;
+                    cursor = plan.ring.advance(cursor, 1);
+                    slot.cursor.set(cursor);
+                    slot.in_flight.set(remaining);
+                    state.answered += 1;
+                    tally.add(ctx, response.status, timing);
+                    if !response.keep_alive {
+                        tally.flush(ctx, now, timing);
+                        return Outcome::Closed {
+                            unanswered: remaining,
+                        };
+                    }
+                }
+                Ok(Step::NeedMore(used)) => {
+                    state.start += used;
+                    break;
+                }
+                Err(_) => {
+                    tally.flush(ctx, now, timing);
+                    return Outcome::Failed {
+                        kind: ErrorKind::Parse,
+                        unanswered: remaining,
+                    };
+                }
+            }
+        }
+        tally.flush(ctx, now, timing);
+        state.make_room();
+        if remaining == 0 {
+            return Outcome::Reusable;
+        }
+        if state.end == state.buf.len() {
+            // A head longer than the buffer: `parse_response` rejects it before this, so this
+            // only guards the arithmetic.
+            return Outcome::Failed {
+                kind: ErrorKind::Parse,
+                unanswered: remaining,
+            };
+        }
+
+        let room = &mut state.buf[state.end..];
+        let room_len = room.len();
+        let partial = state.start < state.end || !state.reader.is_between_responses();
+        let read = if short_read && partial {
+            match conn.try_read(room) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => conn.read(room).await,
+                other => other,
+            }
+        } else {
+            conn.read(room).await
+        };
+        match read {
+            Ok(0) => return at_close(ctx, state, remaining, timing),
+            Ok(n) => {
+                state.end += n;
+                short_read = n < room_len;
+                ctx.rec.borrow_mut().counts.bytes_read += n as u64;
+                now = Instant::now();
+            }
+            Err(_) => {
+                return Outcome::Failed {
+                    kind: ErrorKind::Io,
+                    unanswered: remaining,
+                }
+            }
+        }
+    }
+}
+
+/// The server closed the connection while `remaining` requests were unanswered.
+fn at_close(ctx: &WorkerCtx, state: &mut ConnState, remaining: usize, timing: Timing) -> Outcome {
+    let partial = state.start < state.end;
+    if !state.reader.is_between_responses() {
+        // A body delimited by the close ends here; any other body was cut short.
+        return match state.reader.finish_at_close() {
+            Some(response) => {
+                let mut tally = Tally::default();
+                tally.add(ctx, response.status, timing);
+                tally.flush(ctx, Instant::now(), timing);
+                Outcome::Closed {
+                    unanswered: remaining - 1,
+                }
+            }
+            None => Outcome::Failed {
+                kind: ErrorKind::Closed,
+                unanswered: remaining,
+            },
+        };
+    }
+    if partial || state.answered == 0 {
+        // Part of a head, or a connection that never answered anything: not an orderly end.
+        Outcome::Failed {
+            kind: ErrorKind::Closed,
+            unanswered: remaining,
+        }
+    } else {
+        // An idle keep-alive connection closed by the server: send again on a new one.
+        Outcome::Closed {
+            unanswered: remaining,
+        }
+    }
+}

@@ -1,0 +1,495 @@
+//! One worker thread of a run: its connection slots, its recorder, and the controller that
+//! starts, times out, ticks and stops them.
+//!
+//! Every connection is a *slot*: the state that outlives any one TCP connection (where the
+//! round robin is, how many requests it owes, when its next request is scheduled) and a task
+//! that drives connections for it. The worker's main future is the controller. It sleeps until
+//! the next of: the one-second tick (interval histograms to the collector), the end of the run,
+//! or the next timeout check. A request that waited longer than the timeout gets its task
+//! aborted and a fresh task (and connection) started for the slot, so the hot path arms no
+//! timer per request.
+
+use std::cell::{Cell, RefCell};
+use std::future::{poll_fn, Future};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Barrier, Mutex};
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
+
+use volt_rt::net::TcpStream;
+use volt_rt::JoinHandle;
+
+use crate::collect::{Msg, Tick};
+use crate::config::{InspectFn, Protocol, Stop};
+use crate::driver;
+use crate::request::RequestRing;
+use crate::stats::{micros, ErrorKind, Latencies, Recorder};
+use crate::transport::Transport;
+
+/// How often the controller sends interval histograms.
+pub(crate) const TICK: Duration = Duration::from_secs(1);
+
+/// What the workers of one level share. Read-only but for the request budget and the start.
+pub(crate) struct Plan {
+    pub level: usize,
+    pub addr: SocketAddr,
+    pub ring: RequestRing,
+    pub pipeline: usize,
+    pub connections: usize,
+    pub workers: usize,
+    pub rate: Option<f64>,
+    pub keepalive: bool,
+    pub timeout: Duration,
+    pub stop: Stop,
+    pub warmup: Duration,
+    pub inspect: Option<InspectFn>,
+    pub stop_on_signal: bool,
+    pub protocol: Protocol,
+    pub budget: Budget,
+    pub collector: Option<mpsc::Sender<Msg>>,
+    /// Workers connect their slots, then meet here; the last one in fixes the start time.
+    pub barrier: Barrier,
+    pub start: Mutex<Option<Instant>>,
+    /// Connections opened before the start, over all workers.
+    pub connected: AtomicUsize,
+    /// The first error of those connects.
+    pub connect_error: Mutex<Option<std::io::Error>>,
+}
+
+/// Requests left to hand out in `--requests` mode.
+#[derive(Debug)]
+pub(crate) struct Budget(Option<AtomicU64>);
+
+impl Budget {
+    pub(crate) fn new(stop: Stop) -> Budget {
+        Budget(match stop {
+            Stop::Requests(n) => Some(AtomicU64::new(n)),
+            Stop::Duration(_) => None,
+        })
+    }
+
+    /// Takes up to `want` requests; 0 when none are left. Unlimited in timed runs.
+    #[inline]
+    pub(crate) fn claim(&self, want: usize) -> usize {
+        let Some(left) = &self.0 else { return want };
+        let mut current = left.load(Ordering::Relaxed);
+        loop {
+            if current == 0 {
+                return 0;
+            }
+            let take = current.min(want as u64);
+            match left.compare_exchange_weak(
+                current,
+                current - take,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return take as usize,
+                Err(now) => current = now,
+            }
+        }
+    }
+
+    pub(crate) fn is_limited(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+/// The state of one connection slot that survives reconnects and task restarts.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    /// Index among all connections of the level (sets its phase in rate mode).
+    pub index: usize,
+    /// When the oldest unanswered request was sent (or the connect began): the controller
+    /// times the slot out from here. `None` while idle.
+    pub waiting_since: Cell<Option<Instant>>,
+    /// The slot is waiting for a connect, not a response.
+    pub connecting: Cell<bool>,
+    /// Requests written and not answered yet.
+    pub in_flight: Cell<usize>,
+    /// `--requests` mode: requests claimed from the budget and still to be sent (they were
+    /// lost with a connection that closed).
+    pub owed: Cell<usize>,
+    /// The round-robin position of the next request to send.
+    pub cursor: Cell<usize>,
+    /// Rate mode: the number of the next scheduled send.
+    pub next_send: Cell<u64>,
+    task: RefCell<Option<JoinHandle<()>>>,
+}
+
+/// What a worker's tasks share: the plan, the clock marks, the recorder.
+pub(crate) struct WorkerCtx {
+    pub plan: Arc<Plan>,
+    pub worker: usize,
+    /// Rate mode: sends are scheduled from here. Closed loop: load starts here.
+    pub start: Instant,
+    /// Responses to requests sent (scheduled) before this are warm-up, not recorded.
+    pub measure_start: Instant,
+    /// Timed runs: no request is sent (scheduled) at or after this.
+    pub end: Option<Instant>,
+    pub rec: RefCell<Recorder>,
+    pub last_response: Cell<Option<Instant>>,
+    /// Slot tasks alive; the controller is woken when it drops to 0.
+    live: Cell<usize>,
+    controller: RefCell<Option<Waker>>,
+}
+
+impl WorkerCtx {
+    /// When send `k` of slot `index` is scheduled: slots take turns, so the whole level sends
+    /// one request every `1 / rate` seconds. Computed from `k` each time, so no error builds up.
+    #[inline]
+    pub(crate) fn scheduled(&self, index: usize, k: u64) -> Instant {
+        let rate = self.plan.rate.unwrap_or(1.0);
+        let slot_turn = index as f64 + k as f64 * self.plan.connections as f64;
+        self.start + Duration::from_nanos((slot_turn / rate * 1e9) as u64)
+    }
+
+    /// Records an error, unless it belongs to the warm-up.
+    pub(crate) fn error(&self, kind: ErrorKind, started: Instant) {
+        if started >= self.measure_start {
+            self.rec.borrow_mut().error(kind);
+        }
+    }
+}
+
+/// What a worker hands back at the end of a level.
+#[derive(Debug)]
+pub(crate) struct WorkerResult {
+    pub latencies: Latencies,
+    pub counts: crate::stats::Counts,
+    pub status: Vec<u64>,
+    /// When the measured window ended for this worker.
+    pub stopped_at: Instant,
+    pub measure_start: Instant,
+    /// Rate mode: sends the schedule had in the measured window.
+    pub scheduled: u64,
+    /// Stopped early by SIGINT/SIGTERM.
+    pub interrupted: bool,
+}
+
+impl WorkerResult {
+    fn empty(rate_mode: bool, start: Instant) -> WorkerResult {
+        WorkerResult {
+            latencies: Latencies::new(rate_mode),
+            counts: crate::stats::Counts::default(),
+            status: vec![0; 1000],
+            stopped_at: start,
+            measure_start: start,
+            scheduled: 0,
+            interrupted: false,
+        }
+    }
+}
+
+/// Runs worker `worker` of a level to its end.
+pub(crate) async fn run(plan: Arc<Plan>, worker: usize) -> WorkerResult {
+    match plan.protocol {
+        Protocol::Http1 => run_with::<TcpStream>(plan, worker).await,
+    }
+}
+
+/// The slots of `worker`: connections are dealt round robin, connection `i` to worker
+/// `i % workers`.
+fn slot_indexes(plan: &Plan, worker: usize) -> impl Iterator<Item = usize> {
+    (worker..plan.connections).step_by(plan.workers)
+}
+
+async fn run_with<T: Transport + 'static>(plan: Arc<Plan>, worker: usize) -> WorkerResult {
+    let indexes: Vec<usize> = slot_indexes(&plan, worker).collect();
+    let rate_mode = plan.rate.is_some();
+
+    // Connect before the clock starts, so the first requests do not pay for it: every slot
+    // with keep-alive, only the very first slot without (its connection carries one request).
+    // Whether anything connected at all tells an unreachable server from a failing one.
+    let mut early_errors = 0;
+    let mut conns: Vec<Option<T>> = Vec::with_capacity(indexes.len());
+    let pending: Vec<Option<JoinHandle<std::io::Result<T>>>> = indexes
+        .iter()
+        .map(|&index| {
+            (plan.keepalive || index == 0).then(|| {
+                let (addr, timeout) = (plan.addr, plan.timeout);
+                volt_rt::spawn(async move {
+                    match volt_rt::time::timeout(timeout, T::connect(addr)).await {
+                        Ok(result) => result,
+                        Err(elapsed) => Err(elapsed.into()),
+                    }
+                })
+            })
+        })
+        .collect();
+    for handle in pending {
+        let Some(handle) = handle else {
+            conns.push(None);
+            continue;
+        };
+        match handle.await {
+            Ok(Ok(conn)) => {
+                plan.connected.fetch_add(1, Ordering::Relaxed);
+                conns.push(Some(conn));
+            }
+            Ok(Err(e)) => {
+                early_errors += 1;
+                let mut first = plan.connect_error.lock().unwrap_or_else(|e| e.into_inner());
+                first.get_or_insert(e);
+                conns.push(None);
+            }
+            Err(_) => {
+                early_errors += 1;
+                conns.push(None);
+            }
+        }
+    }
+    let connected = conns.iter().filter(|c| c.is_some()).count() as u64;
+
+    // Every worker blocks here until all have connected: nothing else runs on this thread yet.
+    if plan.barrier.wait().is_leader() {
+        *plan.start.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    }
+    plan.barrier.wait();
+    let start = plan
+        .start
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .expect("the barrier leader set the start");
+    let measure_start = start + plan.warmup;
+    if plan.connected.load(Ordering::Relaxed) == 0 {
+        // Nothing accepted a connection: `run` reports the target as unreachable.
+        return WorkerResult::empty(rate_mode, start);
+    }
+    let end = match plan.stop {
+        Stop::Duration(d) => Some(measure_start + d),
+        Stop::Requests(_) => None,
+    };
+
+    let mut recorder = Recorder::new(rate_mode);
+    recorder.counts.errors[ErrorKind::Connect as usize] = early_errors;
+    recorder.counts.connections = connected;
+    let ctx = Rc::new(WorkerCtx {
+        plan: plan.clone(),
+        worker,
+        start,
+        measure_start,
+        end,
+        rec: RefCell::new(recorder),
+        last_response: Cell::new(None),
+        live: Cell::new(0),
+        controller: RefCell::new(None),
+    });
+    let ring_len = plan.ring.len();
+    let slots: Vec<Rc<Slot>> = indexes
+        .iter()
+        .map(|&index| {
+            Rc::new(Slot {
+                index,
+                waiting_since: Cell::new(None),
+                connecting: Cell::new(false),
+                in_flight: Cell::new(0),
+                owed: Cell::new(0),
+                // Connections start at different requests of the round robin.
+                cursor: Cell::new(index % ring_len),
+                next_send: Cell::new(0),
+                task: RefCell::new(None),
+            })
+        })
+        .collect();
+    for (slot, conn) in slots.iter().zip(conns) {
+        spawn_slot::<T>(&ctx, slot, conn);
+    }
+
+    let (stopped_at, interrupted) = control::<T>(&ctx, &slots).await;
+    for slot in &slots {
+        if let Some(task) = slot.task.borrow_mut().take() {
+            task.abort();
+        }
+    }
+
+    let mut rec = ctx.rec.borrow_mut();
+    let last = rec.take_interval();
+    send_tick(&ctx, u32::MAX, stopped_at, last, rec.counts);
+    let scheduled = if rate_mode {
+        scheduled_in_window(&ctx, &slots, stopped_at)
+    } else {
+        0
+    };
+    WorkerResult {
+        latencies: rec.total.clone(),
+        counts: rec.counts,
+        status: std::mem::take(&mut rec.status),
+        stopped_at,
+        measure_start,
+        scheduled,
+        interrupted,
+    }
+}
+
+/// How many sends the schedule of these slots had in `[measure_start, stopped_at)`.
+fn scheduled_in_window(ctx: &WorkerCtx, slots: &[Rc<Slot>], stopped_at: Instant) -> u64 {
+    let Some(rate) = ctx.plan.rate else { return 0 };
+    let from = (ctx.measure_start - ctx.start).as_secs_f64();
+    let to = (stopped_at.min(ctx.end.unwrap_or(stopped_at)) - ctx.start).as_secs_f64();
+    let period = ctx.plan.connections as f64 / rate;
+    slots
+        .iter()
+        .map(|slot| {
+            let phase = slot.index as f64 / rate;
+            // Sends k with from <= phase + k * period < to.
+            let first = ((from - phase) / period).ceil().max(0.0);
+            let end = ((to - phase) / period).ceil().max(0.0);
+            (end - first).max(0.0) as u64
+        })
+        .sum()
+}
+
+/// Starts the task that drives `slot`, with a connection if one is open already.
+fn spawn_slot<T: Transport + 'static>(ctx: &Rc<WorkerCtx>, slot: &Rc<Slot>, conn: Option<T>) {
+    ctx.live.set(ctx.live.get() + 1);
+    let guard = LiveGuard(ctx.clone());
+    let (ctx, slot_ref) = (ctx.clone(), slot.clone());
+    let task = volt_rt::spawn(async move {
+        let _guard = guard;
+        driver::drive::<T>(&ctx, &slot_ref, conn).await;
+    });
+    *slot.task.borrow_mut() = Some(task);
+}
+
+/// Counts a slot task as finished when it ends or is dropped (aborted).
+struct LiveGuard(Rc<WorkerCtx>);
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        let live = self.0.live.get() - 1;
+        self.0.live.set(live);
+        if live == 0 {
+            if let Some(w) = self.0.controller.borrow_mut().take() {
+                w.wake();
+            }
+        }
+    }
+}
+
+enum Wake {
+    AllDone,
+    Signal,
+    Timer,
+}
+
+/// The controller loop. Returns when the measured window ended, and whether a signal ended it.
+async fn control<T: Transport + 'static>(
+    ctx: &Rc<WorkerCtx>,
+    slots: &[Rc<Slot>],
+) -> (Instant, bool) {
+    let plan = &ctx.plan;
+    let check_every = (plan.timeout / 4).clamp(Duration::from_millis(5), Duration::from_millis(50));
+    let mut next_tick = ctx.measure_start + TICK;
+    let mut tick_seq = 0u32;
+    let mut next_check = ctx.start + check_every;
+    let mut signal = plan.stop_on_signal.then(volt_rt::signal::shutdown_signal);
+    let mut sleep = volt_rt::time::sleep_until(next_check);
+    loop {
+        let mut wake_at = next_tick.min(next_check);
+        if let Some(end) = ctx.end {
+            wake_at = wake_at.min(end);
+        }
+        sleep.reset(wake_at);
+        let woke = poll_fn(|cx| {
+            if ctx.live.get() == 0 {
+                return Poll::Ready(Wake::AllDone);
+            }
+            let mut waker = ctx.controller.borrow_mut();
+            if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *waker = Some(cx.waker().clone());
+            }
+            if let Some(signal) = &mut signal {
+                if Pin::new(signal).poll(cx).is_ready() {
+                    return Poll::Ready(Wake::Signal);
+                }
+            }
+            match Pin::new(&mut sleep).poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Wake::Timer),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await;
+        let now = Instant::now();
+        match woke {
+            Wake::AllDone => return (ctx.last_response.get().unwrap_or(now).max(ctx.start), false),
+            Wake::Signal => return (now, true),
+            Wake::Timer => {}
+        }
+        if now >= next_tick {
+            let mut rec = ctx.rec.borrow_mut();
+            let interval = rec.take_interval();
+            send_tick(ctx, tick_seq, next_tick, interval, rec.counts);
+            tick_seq += 1;
+            next_tick += TICK;
+        }
+        if ctx.end.is_some_and(|end| now >= end) {
+            return (now, false);
+        }
+        if now >= next_check {
+            expire::<T>(ctx, slots, now);
+            next_check = now + check_every;
+        }
+    }
+}
+
+/// Replaces the task of every slot whose request (or connect) waited past the timeout.
+fn expire<T: Transport + 'static>(ctx: &Rc<WorkerCtx>, slots: &[Rc<Slot>], now: Instant) {
+    let timeout = ctx.plan.timeout;
+    for slot in slots {
+        let Some(since) = slot.waiting_since.get() else {
+            continue;
+        };
+        if now.saturating_duration_since(since) < timeout {
+            continue;
+        }
+        let Some(task) = slot.task.borrow_mut().take() else {
+            continue;
+        };
+        task.abort();
+        let kind = if slot.connecting.get() {
+            ErrorKind::Connect
+        } else {
+            ErrorKind::Timeout
+        };
+        ctx.error(kind, since);
+        if ctx.plan.budget.is_limited() {
+            // The request that timed out is finished (as an error); the others are resent.
+            let lost = slot.in_flight.get().max(1) - 1;
+            slot.owed.set(slot.owed.get() + lost);
+        }
+        slot.in_flight.set(0);
+        slot.waiting_since.set(None);
+        slot.connecting.set(false);
+        spawn_slot::<T>(ctx, slot, None);
+    }
+}
+
+fn send_tick(
+    ctx: &WorkerCtx,
+    seq: u32,
+    at: Instant,
+    interval: Latencies,
+    counts: crate::stats::Counts,
+) {
+    if let Some(tx) = &ctx.plan.collector {
+        let _ = tx.send(Msg::Tick(Tick {
+            level: ctx.plan.level,
+            worker: ctx.worker,
+            seq,
+            at,
+            measure_start: ctx.measure_start,
+            latency: interval.latency,
+            counts,
+        }));
+    }
+}
+
+/// Microseconds between two instants, 0 if `to` is earlier.
+#[inline]
+pub(crate) fn micros_between(from: Instant, to: Instant) -> u64 {
+    micros(to.saturating_duration_since(from))
+}

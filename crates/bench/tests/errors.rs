@@ -1,0 +1,141 @@
+//! Malformed responses, cut connections and silent servers are counted as errors of the right
+//! kind, never as successes; an unreachable target is refused before any load is sent.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{config, guard, Behavior, TestServer};
+
+/// Runs `-n requests` against a server that always misbehaves the same way.
+fn run_against(behavior: Behavior, requests: u64, pipeline: usize) -> volt_bench::Level {
+    let server = TestServer::start(behavior);
+    let report = volt_bench::run(
+        &config(&server, "/")
+            .connections(2)
+            .threads(1)
+            .pipeline(pipeline)
+            .total_requests(requests)
+            .timeout(Duration::from_millis(300))
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    report.levels.into_iter().next().unwrap()
+}
+
+#[test]
+fn garbage_bytes_are_parse_errors() {
+    guard(|| {
+        let level = run_against(Behavior::Garbage, 20, 1);
+        assert_eq!(level.requests, 0, "garbage must not count as responses");
+        assert_eq!(level.errors.parse, 20);
+        assert_eq!(level.errors.total, 20);
+        assert_eq!(level.latency_us.count, 0);
+        assert!(level.status.is_empty());
+    });
+}
+
+#[test]
+fn garbage_in_a_pipeline_fails_one_request_per_connection() {
+    guard(|| {
+        // Each failure ends one request; the rest of the batch is sent again on a new
+        // connection, so every request ends as exactly one error.
+        let level = run_against(Behavior::Garbage, 40, 16);
+        assert_eq!(level.requests, 0);
+        assert_eq!(level.errors.parse, 40);
+    });
+}
+
+#[test]
+fn a_bad_status_line_is_a_parse_error() {
+    guard(|| {
+        let level = run_against(Behavior::BadStatusLine, 15, 1);
+        assert_eq!(level.requests, 0);
+        assert_eq!(level.errors.parse, 15);
+    });
+}
+
+#[test]
+fn a_truncated_body_then_close_is_a_connection_error() {
+    guard(|| {
+        let level = run_against(Behavior::TruncatedBody, 15, 1);
+        assert_eq!(level.requests, 0);
+        assert_eq!(level.errors.closed, 15, "{:?}", level.errors);
+        assert_eq!(
+            level.errors.timeout, 0,
+            "the close is seen at once, not after the timeout"
+        );
+    });
+}
+
+#[test]
+fn a_silent_server_times_out() {
+    guard(|| {
+        let level = run_against(Behavior::Silent, 4, 1);
+        assert_eq!(level.requests, 0);
+        assert_eq!(level.errors.timeout, 4);
+        assert_eq!(level.errors.total, 4);
+    });
+}
+
+#[test]
+fn timed_runs_against_garbage_show_errors_not_throughput() {
+    guard(|| {
+        let server = TestServer::start(Behavior::Garbage);
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(4)
+                .threads(2)
+                .pipeline(16)
+                .duration(Duration::from_millis(500))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let level = &report.levels[0];
+        assert_eq!(level.requests, 0);
+        assert_eq!(level.rps, 0.0);
+        assert!(level.errors.parse > 0);
+        let text = report.to_string();
+        assert!(text.contains("every request failed"), "{text}");
+    });
+}
+
+#[test]
+fn an_unreachable_target_is_a_usage_error() {
+    guard(|| {
+        // A port nothing listens on: bind one, note it, close it.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        for keepalive in [true, false] {
+            let config = volt_bench::Config::builder()
+                .url(format!("http://127.0.0.1:{port}/"))
+                .connections(3)
+                .threads(2)
+                .keepalive(keepalive)
+                .duration(Duration::from_secs(5))
+                .build()
+                .unwrap();
+            let err = volt_bench::run(&config).unwrap_err();
+            assert!(
+                matches!(err, volt_bench::Error::Unreachable { .. }),
+                "{err}"
+            );
+            assert!(err.is_usage());
+            assert!(err.to_string().contains("cannot connect"), "{err}");
+        }
+    });
+}
+
+#[test]
+fn a_host_that_does_not_resolve_is_a_usage_error() {
+    let err = volt_bench::Config::builder()
+        .url("http://no-such-host.invalid/")
+        .build()
+        .unwrap_err();
+    assert!(err.is_usage(), "{err}");
+}

@@ -1,0 +1,200 @@
+//! What a run leaves behind: sweeps with one level each, the JSON form, the HdrHistogram
+//! interval log and the HTML page.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{config, guard, Behavior, TestServer};
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::Deserializer;
+use volt_bench::Sweep;
+
+fn temp_path(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("volt-bench-test-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn rate_sweep_json_hdr_log_and_html() {
+    guard(|| {
+        let server = TestServer::start(Behavior::Hello);
+        let log_path = temp_path("sweep.hlog");
+        let report = volt_bench::run(
+            &config(&server, "/plaintext")
+                .connections(4)
+                .threads(2)
+                .sweep(Sweep::parse("rate=200,400").unwrap())
+                .duration(Duration::from_millis(1_500))
+                .hdr_log(&log_path)
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+
+        assert_eq!(report.levels.len(), 2);
+        for (level, rate) in report.levels.iter().zip([200.0, 400.0]) {
+            assert_eq!(level.rate, Some(rate));
+            assert_eq!(level.errors.total, 0);
+            let achieved = level.achieved_rate.unwrap();
+            assert!(
+                (achieved - rate).abs() / rate < 0.05,
+                "{achieved} vs {rate}"
+            );
+            assert!(level.service_time_us.is_some() && level.send_lag_us.is_some());
+            assert!(!level.spectrum.is_empty());
+            // One whole second, then the last half second.
+            assert_eq!(level.timeline.len(), 2, "{:?}", level.timeline);
+        }
+        assert_eq!(report.levels[0].label, "rate=200");
+
+        // JSON: per-level results under `levels`, no top-level summary for a sweep.
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["mode"], "rate");
+        assert_eq!(json["sweep"], "rate");
+        assert_eq!(json["levels"].as_array().unwrap().len(), 2);
+        assert!(json.get("rps").is_none());
+        let level = &json["levels"][1];
+        for key in [
+            "requests",
+            "duration_s",
+            "rps",
+            "bytes",
+            "errors",
+            "status",
+            "latency_us",
+        ] {
+            assert!(level.get(key).is_some(), "missing {key}");
+        }
+        for key in ["p50", "p75", "p90", "p99", "p99.9", "p99.99", "max"] {
+            assert!(
+                level["latency_us"][key].is_u64(),
+                "missing latency_us.{key}"
+            );
+        }
+        assert!(level["service_time_us"]["p99"].is_u64());
+        assert!(level["status"]["200"].as_u64().unwrap() > 0);
+        for kind in ["connect", "io", "closed", "parse", "timeout", "total"] {
+            assert_eq!(level["errors"][kind], 0);
+        }
+
+        // The interval log: tagged intervals whose counts add up to the responses.
+        let log = std::fs::read(&log_path).unwrap();
+        let _ = std::fs::remove_file(&log_path);
+        let mut per_tag = std::collections::BTreeMap::<String, u64>::new();
+        let mut intervals = 0;
+        let mut deserializer = Deserializer::new();
+        for entry in IntervalLogIterator::new(&log) {
+            if let LogEntry::Interval(h) = entry.expect("a valid log line") {
+                intervals += 1;
+                assert!(h.duration() <= Duration::from_millis(1_010));
+                let bytes = base64_decode(h.encoded_histogram());
+                let hist: hdrhistogram::Histogram<u64> =
+                    deserializer.deserialize(&mut &bytes[..]).unwrap();
+                *per_tag
+                    .entry(h.tag().unwrap().as_str().to_string())
+                    .or_default() += hist.len();
+            }
+        }
+        assert_eq!(intervals, 4);
+        assert_eq!(per_tag["rate=200"], report.levels[0].requests);
+        assert_eq!(per_tag["rate=400"], report.levels[1].requests);
+        assert!(String::from_utf8_lossy(&log).contains("#[BaseTime:"));
+
+        // The page: self-contained, three charts, no scripts.
+        let html = report.to_html();
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert_eq!(html.matches("<svg").count(), 3);
+        assert!(html.contains("Latency percentiles against load"));
+        assert!(html.contains("Throughput against load"));
+        assert!(html.contains("percentile spectrum"));
+        assert!(!html.contains("<script"));
+        assert!(!html.contains("src=\"http"));
+
+        // The summary: one row per level.
+        let text = report.to_string();
+        assert!(
+            text.contains("rate=200") && text.contains("rate=400"),
+            "{text}"
+        );
+    });
+}
+
+#[test]
+fn connection_sweep_closed_loop() {
+    guard(|| {
+        let server = TestServer::start(Behavior::Hello);
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .threads(2)
+                .sweep(Sweep::parse("conns=1,4").unwrap())
+                .total_requests(300)
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let conns: Vec<usize> = report.levels.iter().map(|l| l.connections).collect();
+        assert_eq!(conns, [1, 4]);
+        assert!(report.levels.iter().all(|l| l.requests == 300));
+        assert_eq!(server.requests(), 600);
+        assert_eq!(server.accepts(), 5);
+    });
+}
+
+#[test]
+fn single_run_json_has_the_summary_at_the_top() {
+    guard(|| {
+        let server = TestServer::start(Behavior::Hello);
+        let log_path = temp_path("single.hlog");
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(2)
+                .threads(1)
+                .total_requests(100)
+                .hdr_log(&log_path)
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let json = serde_json::to_value(&report).unwrap();
+        let log = std::fs::read_to_string(&log_path).unwrap();
+        let _ = std::fs::remove_file(&log_path);
+        assert!(
+            log.lines().any(|l| l.starts_with("0.")) && !log.contains("Tag="),
+            "untagged intervals: {log}"
+        );
+        assert_eq!(json["requests"], 100);
+        assert_eq!(json["mode"], "closed");
+        assert!(json["rps"].as_f64().unwrap() > 0.0);
+        assert_eq!(json["levels"][0]["requests"], 100);
+        assert!(json["service_time_us"].is_null());
+        let text = report.to_string();
+        assert!(
+            text.contains("Requests") && text.contains("200 ×100"),
+            "{text}"
+        );
+    });
+}
+
+/// Standard base64, enough for the interval log's histograms.
+fn base64_decode(s: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => panic!("not base64: {c}"),
+    };
+    let mut out = Vec::new();
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for &c in s.as_bytes().iter().filter(|&&c| c != b'=') {
+        acc = acc << 6 | u32::from(value(c));
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    out
+}

@@ -1,0 +1,170 @@
+//! Constant-rate mode: the schedule holds its rate, and latency measured from each request's
+//! scheduled send time shows a server stall that the uncorrected service time hides.
+
+mod common;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::{config, guard, Behavior, TestServer};
+
+/// The tests here measure timing: they run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+#[test]
+fn a_stall_shows_in_corrected_latency_only() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    guard(|| {
+        let stall = Duration::from_millis(500);
+        let server = TestServer::start(Behavior::Stall {
+            at: Duration::from_millis(1_000),
+            length: stall,
+        });
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(10)
+                .threads(2)
+                .rate(1_000.0)
+                .duration(Duration::from_secs(3))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let level = &report.levels[0];
+        let corrected = level.latency_us;
+        let service = level
+            .service_time_us
+            .expect("rate mode reports the service time");
+        let stall_us = stall.as_micros() as u64;
+        eprintln!("corrected {corrected:?}\nservice {service:?}");
+        assert_eq!(level.errors.total, 0);
+        // ~500 of ~3,000 requests were scheduled during the stall and waited for it: the
+        // corrected p99 sits near the stall length, the maximum at it.
+        assert!(
+            corrected.p99 >= stall_us * 8 / 10,
+            "corrected p99 {}µs",
+            corrected.p99
+        );
+        assert!(
+            corrected.max >= stall_us * 9 / 10,
+            "corrected max {}µs",
+            corrected.max
+        );
+        // Only the ~10 requests in flight when it began saw the stall from their actual send.
+        assert!(
+            service.p99 < stall_us / 5,
+            "service p99 {}µs hides the stall",
+            service.p99
+        );
+        assert!(
+            service.max >= stall_us * 9 / 10,
+            "service max {}µs",
+            service.max
+        );
+        assert!(
+            corrected.p50 < stall_us / 5,
+            "corrected p50 {}µs",
+            corrected.p50
+        );
+        // Nothing scheduled was dropped: the backlog was sent once the server answered again.
+        let scheduled = level.scheduled.unwrap();
+        assert!(
+            level.sent + 10 >= scheduled,
+            "sent {} of {scheduled}",
+            level.sent
+        );
+    });
+}
+
+#[test]
+fn the_rate_holds_within_one_percent() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    guard(|| {
+        let server = TestServer::start(Behavior::Hello);
+        let rate = 2_000.0;
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(20)
+                .threads(2)
+                .rate(rate)
+                .duration(Duration::from_secs(3))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let level = &report.levels[0];
+        let scheduled = level.scheduled.unwrap() as f64;
+        let sent = level.sent as f64;
+        let achieved = level.achieved_rate.unwrap();
+        eprintln!(
+            "scheduled {scheduled} sent {sent} in {:.4}s → {achieved:.1} req/s, server saw {}",
+            level.duration_s,
+            server.requests()
+        );
+        // The schedule itself: rate × duration sends, to within one per connection.
+        assert!(
+            (scheduled - rate * 3.0).abs() <= 20.0,
+            "scheduled {scheduled}"
+        );
+        // What was actually written: within 1% of the schedule, and of the target rate.
+        assert!(
+            (sent - scheduled).abs() / scheduled < 0.01,
+            "sent {sent} of {scheduled}"
+        );
+        assert!(
+            (achieved - rate).abs() / rate < 0.01,
+            "achieved {achieved} req/s"
+        );
+        // Sent requests really reached the server.
+        assert!(server.requests() as f64 >= sent * 0.99);
+        assert!((level.requests as f64 - sent).abs() / sent < 0.01);
+    });
+}
+
+#[test]
+fn requests_n_at_a_rate_is_exact_and_paced() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    guard(|| {
+        let server = TestServer::start(Behavior::Hello);
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(5)
+                .threads(1)
+                .rate(500.0)
+                .total_requests(250)
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let level = &report.levels[0];
+        assert_eq!((level.requests, server.requests()), (250, 250));
+        // 250 requests at 500/s: the last one is scheduled at 0.498 s.
+        assert!(
+            (0.45..0.8).contains(&level.duration_s),
+            "{}",
+            level.duration_s
+        );
+    });
+}
+
+#[test]
+fn no_keepalive_at_a_rate() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    guard(|| {
+        let server = TestServer::start(Behavior::Hello);
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(4)
+                .threads(1)
+                .rate(200.0)
+                .keepalive(false)
+                .total_requests(60)
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let level = &report.levels[0];
+        assert_eq!((level.requests, level.errors.total), (60, 0));
+        assert_eq!(server.accepts(), 60);
+    });
+}
