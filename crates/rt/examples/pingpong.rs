@@ -7,12 +7,18 @@ use volt_rt::net::{ListenOptions, TcpStream};
 
 fn main() {
     let (addr, workers) = args();
-    let rt = volt_rt::Runtime::builder().workers(workers).build().unwrap();
+    let rt = volt_rt::Runtime::builder()
+        .workers(workers)
+        .build()
+        .unwrap();
     eprintln!("pingpong: listening on {addr} with {workers} worker(s)");
     rt.run(|_| {
         let addr = addr.clone();
         async move {
-            let listener = ListenOptions::new().reuse_port(true).bind(addr.as_str()).unwrap();
+            let listener = ListenOptions::new()
+                .reuse_port(true)
+                .bind(addr.as_str())
+                .unwrap();
             loop {
                 let (conn, _) = listener.accept().await.unwrap();
                 volt_rt::spawn(echo(conn));
@@ -43,7 +49,13 @@ fn args() -> (String, usize) {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--addr" => addr = args.next().expect("--addr needs a value"),
-            "--workers" => workers = args.next().expect("--workers needs a value").parse().unwrap(),
+            "--workers" => {
+                workers = args
+                    .next()
+                    .expect("--workers needs a value")
+                    .parse()
+                    .unwrap()
+            }
             other => panic!("unknown argument {other}; use --addr HOST:PORT --workers N"),
         }
     }

@@ -11,12 +11,18 @@ use volt_rt::net::{ListenOptions, TcpStream};
 
 fn main() {
     let (addr, workers) = args();
-    let rt = volt_rt::Runtime::builder().workers(workers).build().unwrap();
+    let rt = volt_rt::Runtime::builder()
+        .workers(workers)
+        .build()
+        .unwrap();
     eprintln!("tinyhttp: listening on {addr} with {workers} worker(s)");
     rt.run(|_| {
         let addr = addr.clone();
         async move {
-            let listener = ListenOptions::new().reuse_port(true).bind(addr.as_str()).unwrap();
+            let listener = ListenOptions::new()
+                .reuse_port(true)
+                .bind(addr.as_str())
+                .unwrap();
             loop {
                 let (conn, _) = listener.accept().await.unwrap();
                 volt_rt::spawn(serve(conn));
@@ -83,7 +89,10 @@ fn http_date(now: SystemTime) -> String {
     thread_local! {
         static CACHE: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((0, String::new())) };
     }
-    let secs = now.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+    let secs = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.0 != secs || c.1.is_empty() {
@@ -129,7 +138,13 @@ fn args() -> (String, usize) {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--addr" => addr = args.next().expect("--addr needs a value"),
-            "--workers" => workers = args.next().expect("--workers needs a value").parse().unwrap(),
+            "--workers" => {
+                workers = args
+                    .next()
+                    .expect("--workers needs a value")
+                    .parse()
+                    .unwrap()
+            }
             other => panic!("unknown argument {other}; use --addr HOST:PORT --workers N"),
         }
     }

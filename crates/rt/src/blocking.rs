@@ -26,7 +26,12 @@ struct Pool {
 struct PoolState {
     queue: VecDeque<Job>,
     threads: usize,
+    /// Threads waiting for a job, including those already notified but not yet running.
     idle: usize,
+    /// Notifications sent and not yet taken by a waking thread. Only `idle - notified` threads
+    /// can take a new job: without this count, jobs submitted back to back would all notify the
+    /// same idle thread and queue behind each other instead of starting threads.
+    notified: usize,
 }
 
 fn pool() -> &'static Pool {
@@ -50,7 +55,8 @@ impl Pool {
     fn submit(&'static self, job: Job) {
         let mut state = self.lock();
         state.queue.push_back(job);
-        if state.idle > 0 {
+        if state.idle > state.notified {
+            state.notified += 1;
             drop(state);
             self.job_ready.notify_one();
         } else if state.threads < MAX_THREADS.load(Ordering::Relaxed) {
@@ -82,6 +88,12 @@ impl Pool {
                 .unwrap_or_else(|e| e.into_inner());
             state = next;
             state.idle -= 1;
+            if state.notified > 0 {
+                // Woken for a job (or spuriously while one is pending: then another thread
+                // takes the notification's job first, and finds the queue empty, which is fine).
+                state.notified -= 1;
+                continue;
+            }
             if timeout.timed_out() && state.queue.is_empty() {
                 state.threads -= 1;
                 return;

@@ -22,7 +22,7 @@ struct State<T> {
 
 impl<T> Chan<T> {
     fn lock(&self) -> MutexGuard<'_, State<T>> {
-        // No user code runs under the lock.
+        // No user code runs under the lock (values are moved in and out, never dropped there).
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -128,9 +128,14 @@ impl<T> Drop for Sender<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        let mut state = self.chan.lock();
-        state.receiver_alive = false;
-        state.queue.clear();
+        let queue = {
+            let mut state = self.chan.lock();
+            state.receiver_alive = false;
+            std::mem::take(&mut state.queue)
+        };
+        // Dropped outside the lock: a queued value may hold a `Sender` of this very channel,
+        // whose `Drop` locks it.
+        drop(queue);
     }
 }
 

@@ -25,7 +25,7 @@ use slab::Slab;
 
 use crate::reactor::Reactor;
 use crate::runtime::RuntimeShared;
-use crate::task::{JoinHandle, JoinState, TaskFuture};
+use crate::task::{Completion, JoinHandle, JoinState, TaskFuture};
 use crate::time::Timers;
 
 /// Tasks polled per loop turn before the reactor is checked, so a busy worker still sees I/O.
@@ -44,8 +44,9 @@ impl TaskId {
 
 /// What other threads may touch of a worker: its inbox and the eventfd that wakes it.
 pub(crate) struct Shared {
-    /// Unique across all cores ever created; compared with `CURRENT_CORE` to tell local wakes.
-    uid: usize,
+    /// Unique across all cores ever created; compared with `CURRENT_UID` to tell local wakes,
+    /// and by sockets to tell the reactor that registered them.
+    pub(crate) uid: usize,
     inbox: Mutex<Inbox>,
     /// True while an eventfd write is pending or the inbox is being taken: later senders skip
     /// the syscall.
@@ -57,6 +58,10 @@ pub(crate) struct Shared {
 struct Inbox {
     wakes: Vec<TaskId>,
     spawns: Vec<Box<dyn FnOnce() + Send>>,
+    /// Set when the worker's main future has returned: spawns sent from then on are dropped at
+    /// once (their handles resolve as cancelled) instead of waiting for a worker that is gone.
+    /// Cleared when the worker starts (again): spawns sent before `Runtime::run` are kept.
+    closed: bool,
 }
 
 /// A task's thread-safe identity; it is what a `Waker` holds.
@@ -106,15 +111,40 @@ impl Shared {
         if CURRENT_UID.with(Cell::get) == self.uid {
             with_core(|core| core.run_queue.borrow_mut().push_back(id));
         } else {
-            self.lock_inbox().wakes.push(id);
+            let mut inbox = self.lock_inbox();
+            if inbox.closed {
+                return; // the task was dropped with its worker
+            }
+            inbox.wakes.push(id);
+            drop(inbox);
             self.notify();
         }
     }
 
-    /// Runs `f` on this worker (it spawns the task there).
+    /// Runs `f` on this worker (it spawns the task there). If the worker has exited, `f` is
+    /// dropped instead, which cancels the task it would have spawned.
     pub(crate) fn send_spawn(&self, f: Box<dyn FnOnce() + Send>) {
-        self.lock_inbox().spawns.push(f);
+        let mut inbox = self.lock_inbox();
+        if inbox.closed {
+            drop(inbox);
+            drop(f); // outside the lock: it wakes whoever awaits the task
+            return;
+        }
+        inbox.spawns.push(f);
+        drop(inbox);
         self.notify();
+    }
+
+    /// Opens or closes the inbox (see [`Inbox::closed`]); returns the spawns left unrun.
+    fn set_closed(&self, closed: bool) -> Vec<Box<dyn FnOnce() + Send>> {
+        let mut inbox = self.lock_inbox();
+        inbox.closed = closed;
+        if closed {
+            inbox.wakes.clear();
+            std::mem::take(&mut inbox.spawns)
+        } else {
+            Vec::new()
+        }
     }
 
     fn notify(&self) {
@@ -173,7 +203,7 @@ where
 {
     let state = JoinState::new();
     let handle = state.handle();
-    with_core(|core| core.spawn_with_state(future, state));
+    with_core(|core| core.spawn_task(future, Completion::new(state)));
     handle
 }
 
@@ -196,7 +226,7 @@ impl Core {
         })
     }
 
-    pub(crate) fn spawn_with_state<F>(&self, future: F, state: Arc<JoinState<F::Output>>)
+    pub(crate) fn spawn_task<F>(&self, future: F, completion: Completion<F::Output>)
     where
         F: Future + 'static,
         F::Output: 'static,
@@ -212,12 +242,12 @@ impl Core {
             worker: self.shared.clone(),
         });
         let waker = Waker::from(header.clone());
-        state.set_task_waker(waker.clone());
+        completion.set_task_waker(waker.clone());
         entry.insert(Rc::new(TaskSlot {
             id,
             header,
             waker,
-            future: RefCell::new(Box::pin(TaskFuture::new(future, state))),
+            future: RefCell::new(Box::pin(TaskFuture::new(future, completion))),
         }));
         drop(tasks);
         self.run_queue.borrow_mut().push_back(id);
@@ -243,7 +273,6 @@ impl Core {
         if !self.shared.notified.load(Ordering::Acquire) {
             return;
         }
-        self.shared.notifier.reset();
         // Cleared before taking the inbox: a sender that pushes after the take sees `false` and
         // writes the eventfd again, so no wake is lost.
         self.shared.notified.store(false, Ordering::Release);
@@ -272,7 +301,13 @@ impl Core {
             } else {
                 Some(Instant::now())
             };
-            self.reactor.poll(timeout);
+            if self.reactor.poll(timeout) {
+                // Read the eventfd each time epoll reports it, and only then: its counter is
+                // zero whenever the worker may block, so the next write is a fresh edge.
+                // (Reading it only with `notified` set could leave it non-zero after a write
+                // that raced the read; Linux still reports each later write, Miri does not.)
+                self.shared.notifier.reset();
+            }
             self.timers.fire_due(Instant::now());
             self.drain_inbox();
         }
@@ -283,22 +318,28 @@ impl Core {
 /// every task left (with the core still installed, so their destructors can deregister).
 pub(crate) fn run_core<F: Future>(core: Core, future: F) -> F::Output {
     let core = Rc::new(core);
-    let previous_uid = CURRENT_UID.with(|u| u.replace(core.shared.uid));
     CORE.with(|c| {
         let mut c = c.borrow_mut();
+        // Checked before anything is changed, so the worker this panics on keeps working.
         assert!(
             c.is_none(),
             "block_on inside a volt-rt worker would deadlock it"
         );
         *c = Some(core.clone());
     });
+    let previous_uid = CURRENT_UID.with(|u| u.replace(core.shared.uid));
+    core.shared.set_closed(false);
     struct Uninstall(usize);
     impl Drop for Uninstall {
         fn drop(&mut self) {
-            // Remaining tasks go first, while the core is still reachable.
+            // Remaining tasks go first, while the core is still reachable. Closing the inbox
+            // first means spawns sent meanwhile (by those tasks' destructors, or other workers)
+            // are cancelled too, rather than left waiting for a worker that is gone.
+            let unrun = try_with_core(|core| core.shared.set_closed(true)).unwrap_or_default();
             let tasks: Vec<_> =
                 try_with_core(|core| core.tasks.borrow_mut().drain().collect()).unwrap_or_default();
             drop(tasks);
+            drop(unrun);
             CORE.with(|c| c.borrow_mut().take());
             CURRENT_UID.with(|u| u.set(self.0));
         }

@@ -49,7 +49,8 @@
 //!
 //! `executor` (tasks, run queue, the loop), `task` (join handles), `reactor` (epoll),
 //! `time`, `net`, `blocking`, `channel`, `signal`, `runtime` (workers and the builder).
-//! The only `unsafe` is the pin projection in `task.rs`; syscalls go through `rustix`.
+//! The only `unsafe` is the pin projection in `task.rs` and the `set_len` after a read into a
+//! `BytesMut`'s spare capacity in `net/source.rs`; syscalls go through `rustix`.
 
 mod blocking;
 mod channel;

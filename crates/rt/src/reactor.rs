@@ -5,6 +5,10 @@
 //! says `EAGAIN` (or returns short, which on a stream socket means the same). A task that finds
 //! the bit clear leaves its waker and sleeps until the next edge.
 //!
+//! End of stream and errors are kept apart, in "closed" bits that are never cleared: a short
+//! read can return the last data before a FIN whose one edge has already been reported, and
+//! clearing that would leave the reader waiting for an edge that never comes.
+//!
 //! Token 0 is the worker's [`Notifier`] (eventfd); other tokens are slab keys plus one.
 
 use std::cell::RefCell;
@@ -31,10 +35,22 @@ impl Direction {
             Direction::Write => WRITABLE,
         }
     }
+
+    /// The sticky bit that also makes this direction ready.
+    fn closed_bit(self) -> u8 {
+        match self {
+            Direction::Read => READ_CLOSED,
+            Direction::Write => WRITE_CLOSED,
+        }
+    }
 }
 
 pub(crate) const READABLE: u8 = 1;
 pub(crate) const WRITABLE: u8 = 2;
+/// The peer shut down its side, or the socket failed: reads return at once from now on.
+const READ_CLOSED: u8 = 4;
+/// The connection is down (`HUP`) or failed: writes return at once (with an error).
+const WRITE_CLOSED: u8 = 8;
 
 const NOTIFIER_TOKEN: u64 = 0;
 const MAX_EVENTS: usize = 1024;
@@ -126,7 +142,7 @@ impl Reactor {
     pub(crate) fn poll_ready(&self, token: usize, dir: Direction, cx: &Context<'_>) -> Poll<()> {
         let mut sources = self.sources.borrow_mut();
         let io = &mut sources[token];
-        if io.ready & dir.bit() != 0 {
+        if io.ready & (dir.bit() | dir.closed_bit()) != 0 {
             return Poll::Ready(());
         }
         let slot = match dir {
@@ -140,12 +156,14 @@ impl Reactor {
         Poll::Pending
     }
 
+    /// Clears `dir`'s readiness, but not its closed bit, which is final.
     pub(crate) fn clear_ready(&self, token: usize, dir: Direction) {
         self.sources.borrow_mut()[token].ready &= !dir.bit();
     }
 
     /// Waits for events until `deadline` (`None`: until an event) and wakes their tasks.
-    pub(crate) fn poll(&self, deadline: Option<Instant>) {
+    /// Returns true if the worker's [`Notifier`] fired (the caller then resets it).
+    pub(crate) fn poll(&self, deadline: Option<Instant>) -> bool {
         let timeout = deadline.map(|d| {
             // Rounded up to whole milliseconds (what epoll_wait takes) so a timer is never
             // polled early and spun on.
@@ -167,22 +185,30 @@ impl Reactor {
             timeout.as_ref(),
         ) {
             Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => return,
+            Err(rustix::io::Errno::INTR) => return false,
             Err(e) => panic!("epoll_wait failed: {e}"),
         }
+        let mut notified = false;
         let mut to_wake = self.to_wake.borrow_mut();
         {
             let mut sources = self.sources.borrow_mut();
             for event in events.iter() {
                 let token = event.data.u64();
                 if token == NOTIFIER_TOKEN {
-                    continue; // the executor checks its inbox every turn
+                    notified = true; // the executor checks its inbox every turn
+                    continue;
                 }
                 let Some(io) = sources.get_mut(token as usize - 1) else {
                     continue;
                 };
                 let flags = event.flags;
                 let error = epoll::EventFlags::ERR | epoll::EventFlags::HUP;
+                if flags.intersects(epoll::EventFlags::RDHUP | error) {
+                    io.ready |= READ_CLOSED;
+                }
+                if flags.intersects(error) {
+                    io.ready |= WRITE_CLOSED;
+                }
                 if flags.intersects(epoll::EventFlags::IN | epoll::EventFlags::RDHUP | error) {
                     io.ready |= READABLE;
                     to_wake.extend(io.reader.take());
@@ -200,6 +226,7 @@ impl Reactor {
             w.wake();
         }
         *self.to_wake.borrow_mut() = wakers;
+        notified
     }
 }
 

@@ -10,7 +10,7 @@ use std::task::{Context, Poll, Waker};
 use slab::Slab;
 
 use crate::executor::{run_core, with_core, Core, Shared};
-use crate::task::{JoinHandle, JoinState};
+use crate::task::{Completion, JoinHandle, JoinState};
 
 /// Configures a [`Runtime`].
 #[derive(Debug, Clone)]
@@ -229,6 +229,8 @@ impl Handle {
 
     /// Spawns a task on worker `worker` (modulo the worker count) from any thread. `make` runs
     /// on that worker and builds the future there, so the future itself need not be `Send`.
+    /// A panic in `make` fails the task like a panic in the future. If the worker's main future
+    /// has already returned, the task is cancelled.
     pub fn spawn_on<F, Fut>(&self, worker: usize, make: F) -> JoinHandle<Fut::Output>
     where
         F: FnOnce() -> Fut + Send + 'static,
@@ -237,9 +239,12 @@ impl Handle {
     {
         let state = JoinState::new();
         let handle = state.handle();
+        // Dropped unrun (the worker exited), it cancels the task.
+        let completion = Completion::new(state);
         let target = &self.shared.workers[worker % self.shared.workers.len()];
         target.send_spawn(Box::new(move || {
-            with_core(|core| core.spawn_with_state(make(), state));
+            // `make` runs inside the task, under its panic capture, not in the worker loop.
+            with_core(|core| core.spawn_task(async move { make().await }, completion));
         }));
         handle
     }

@@ -11,12 +11,15 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
+use slab::Slab;
 
 /// The first shutdown signal received, or 0.
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 
-fn waiters() -> MutexGuard<'static, Vec<Waker>> {
-    static WAITERS: Mutex<Vec<Waker>> = Mutex::new(Vec::new());
+/// The wakers of pending [`ShutdownSignal`]s, each removed when its future is dropped (a
+/// server may race one against every connection).
+fn waiters() -> MutexGuard<'static, Slab<Waker>> {
+    static WAITERS: Mutex<Slab<Waker>> = Mutex::new(Slab::new());
     WAITERS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -31,7 +34,8 @@ fn install() {
                 for signal in signals.forever() {
                     let _ =
                         RECEIVED.compare_exchange(0, signal, Ordering::AcqRel, Ordering::Acquire);
-                    for w in waiters().drain(..) {
+                    let woken: Vec<Waker> = waiters().drain().collect();
+                    for w in woken {
                         w.wake();
                     }
                 }
@@ -44,17 +48,20 @@ fn install() {
 /// signal number. Call it early: handlers are installed on the first call.
 pub fn shutdown_signal() -> ShutdownSignal {
     install();
-    ShutdownSignal(())
+    ShutdownSignal { key: None }
 }
 
 /// See [`shutdown_signal`].
 #[derive(Debug)]
-pub struct ShutdownSignal(());
+pub struct ShutdownSignal {
+    /// Where this future's waker is in `waiters()`, once it has waited.
+    key: Option<usize>,
+}
 
 impl Future for ShutdownSignal {
     type Output = i32;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<i32> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<i32> {
         let signal = RECEIVED.load(Ordering::Acquire);
         if signal != 0 {
             return Poll::Ready(signal);
@@ -65,9 +72,31 @@ impl Future for ShutdownSignal {
         if signal != 0 {
             return Poll::Ready(signal);
         }
-        if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
-            waiters.push(cx.waker().clone());
+        match self.key {
+            // The entry is ours until a signal drains them all, and then we returned above.
+            Some(key) => {
+                if !waiters[key].will_wake(cx.waker()) {
+                    waiters[key] = cx.waker().clone();
+                }
+            }
+            None => {
+                let key = waiters.insert(cx.waker().clone());
+                drop(waiters);
+                self.key = Some(key);
+            }
         }
         Poll::Pending
+    }
+}
+
+impl Drop for ShutdownSignal {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            // Already gone (and the slot maybe reused) if a signal drained the waiters.
+            if RECEIVED.load(Ordering::Acquire) == 0 {
+                let waker = waiters().try_remove(key);
+                drop(waker);
+            }
+        }
     }
 }

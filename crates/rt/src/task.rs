@@ -65,17 +65,17 @@ impl<T> JoinState<T> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn set_task_waker(&self, waker: Waker) {
-        self.lock().task = Some(waker);
-    }
-
     pub(crate) fn is_aborted(&self) -> bool {
         self.aborted.load(Ordering::Acquire)
     }
 
+    /// Stores the result and wakes the awaiting task. Only the first call counts.
     pub(crate) fn complete(&self, result: Result<T, JoinError>) {
         let waiter = {
             let mut inner = self.lock();
+            if inner.finished {
+                return;
+            }
             inner.result = Some(result);
             inner.finished = true;
             inner.task = None;
@@ -136,37 +136,79 @@ impl<T> fmt::Debug for JoinHandle<T> {
     }
 }
 
+/// The task's end of a [`JoinState`]: it stores the result. Dropped before it did (the task was
+/// aborted, dropped with its worker, or never started), it reports a cancellation, so a
+/// `JoinHandle` always resolves.
+pub(crate) struct Completion<T> {
+    state: Arc<JoinState<T>>,
+}
+
+impl<T> Completion<T> {
+    pub(crate) fn new(state: Arc<JoinState<T>>) -> Self {
+        Completion { state }
+    }
+
+    pub(crate) fn set_task_waker(&self, waker: Waker) {
+        self.state.lock().task = Some(waker);
+    }
+
+    fn is_aborted(&self) -> bool {
+        self.state.is_aborted()
+    }
+
+    fn complete(&self, result: Result<T, JoinError>) {
+        self.state.complete(result);
+    }
+}
+
+impl<T> Drop for Completion<T> {
+    fn drop(&mut self) {
+        // A no-op if the task finished.
+        self.state.complete(Err(JoinError::cancelled()));
+    }
+}
+
 /// The future a spawned task really runs: the user's future, plus abort checks and panic capture.
 pub(crate) struct TaskFuture<F: Future> {
+    /// Declared before `completion`, so it is dropped first: whoever awaits the handle of an
+    /// aborted or dropped task sees the cancellation only after the future's destructor ran.
     future: F,
-    state: Arc<JoinState<F::Output>>,
+    completion: Completion<F::Output>,
 }
 
 impl<F: Future> TaskFuture<F> {
-    pub(crate) fn new(future: F, state: Arc<JoinState<F::Output>>) -> Self {
-        TaskFuture { future, state }
+    pub(crate) fn new(future: F, completion: Completion<F::Output>) -> Self {
+        TaskFuture { future, completion }
     }
 }
 
 impl<F: Future> Future for TaskFuture<F> {
     type Output = ();
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.state.is_aborted() {
-            self.state.complete(Err(JoinError::cancelled()));
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // Both fields are projected at once: a `&TaskFuture` (from `self.completion`) would
+        // also cover `future`, and an async block's borrows of its own locals do not survive
+        // that (Miri's Stacked Borrows reports it).
+        // SAFETY: `future` is structurally pinned: it is never moved out of `TaskFuture`, and
+        // `TaskFuture` has no `Drop` impl or `Unpin` impl that could move it (the `Drop` impl of
+        // the `completion` field does not touch `future`). `completion` is not pinned.
+        let (future, completion) = unsafe {
+            let this = self.get_unchecked_mut();
+            (Pin::new_unchecked(&mut this.future), &this.completion)
+        };
+        if completion.is_aborted() {
+            // The executor drops a finished task at once; `Completion::drop` then reports the
+            // cancellation, after the future's destructor ran.
             return Poll::Ready(());
         }
-        // SAFETY: `future` is structurally pinned: it is never moved out of `TaskFuture`, and
-        // `TaskFuture` has no `Drop` impl or `Unpin` impl that could move it.
-        let future = unsafe { self.as_mut().map_unchecked_mut(|t| &mut t.future) };
         match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(out)) => {
-                self.state.complete(Ok(out));
+                completion.complete(Ok(out));
                 Poll::Ready(())
             }
             Err(payload) => {
-                self.state.complete(Err(JoinError::panic(payload)));
+                completion.complete(Err(JoinError::panic(payload)));
                 Poll::Ready(())
             }
         }

@@ -9,12 +9,16 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::task::{Context, Poll};
 
 use crate::executor::{try_with_core, with_core};
-use crate::reactor::{Direction, READABLE, WRITABLE};
+use crate::reactor::{Direction, Reactor, READABLE, WRITABLE};
 
 /// An fd plus its reactor token. `!Send`: the registration belongs to this worker.
 pub(crate) struct Source {
     fd: OwnedFd,
     token: usize,
+    /// The uid of the worker whose reactor issued `token`. `!Send` keeps a source on its
+    /// thread, but not inside the `block_on` that created it: in a later one on the same thread
+    /// the token would name another socket's registration.
+    worker: usize,
     _local: PhantomData<*const ()>,
 }
 
@@ -25,20 +29,38 @@ impl Source {
     }
 
     pub(crate) fn with_readiness(fd: OwnedFd, ready: u8) -> io::Result<Source> {
-        let token = with_core(|core| core.reactor.register(fd.as_fd(), ready))?;
+        let (token, worker) = with_core(|core| {
+            let token = core.reactor.register(fd.as_fd(), ready)?;
+            Ok::<_, io::Error>((token, core.shared.uid))
+        })?;
         Ok(Source {
             fd,
             token,
+            worker,
             _local: PhantomData,
         })
     }
 
+    /// Runs `f` with the reactor this source is registered with.
+    ///
+    /// # Panics
+    /// On another worker (a socket kept from an earlier `block_on`), or outside one.
+    fn with_reactor<R>(&self, f: impl FnOnce(&Reactor) -> R) -> R {
+        with_core(|core| {
+            assert!(
+                core.shared.uid == self.worker,
+                "a volt-rt socket was used outside the worker (or block_on) that created it"
+            );
+            f(&core.reactor)
+        })
+    }
+
     pub(crate) fn poll_ready(&self, cx: &Context<'_>, dir: Direction) -> Poll<()> {
-        with_core(|core| core.reactor.poll_ready(self.token, dir, cx))
+        self.with_reactor(|reactor| reactor.poll_ready(self.token, dir, cx))
     }
 
     pub(crate) fn clear_ready(&self, dir: Direction) {
-        with_core(|core| core.reactor.clear_ready(self.token, dir));
+        self.with_reactor(|reactor| reactor.clear_ready(self.token, dir));
     }
 
     /// Runs `op` once the fd is ready in `dir`, retrying after each `EAGAIN` edge.
@@ -188,7 +210,13 @@ impl AsFd for Source {
 
 impl Drop for Source {
     fn drop(&mut self) {
-        try_with_core(|core| core.reactor.deregister(self.token, self.fd.as_fd()));
+        // Only on the worker that registered it: elsewhere the token is another socket's. (If
+        // that worker is gone, so is its epoll instance, and closing the fd is all there is.)
+        try_with_core(|core| {
+            if core.shared.uid == self.worker {
+                core.reactor.deregister(self.token, self.fd.as_fd());
+            }
+        });
     }
 }
 

@@ -63,6 +63,9 @@ pub struct UnixStream {
 
 impl UnixStream {
     /// Connects to the listener at `path`.
+    ///
+    /// Fails with [`io::ErrorKind::WouldBlock`] if the listener's backlog is full (Linux
+    /// answers a non-blocking Unix `connect` so instead of queueing it).
     pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
         let fd = new_socket()?;
         match rustix::net::connect(&fd, &SocketAddrUnix::new(path.as_ref())?) {
@@ -71,7 +74,9 @@ impl UnixStream {
                     source: Source::new(fd)?,
                 })
             }
-            Err(rustix::io::Errno::INPROGRESS) | Err(rustix::io::Errno::AGAIN) => {}
+            // `EAGAIN` is not "in progress" here: the backlog is full and the socket was left
+            // unconnected. Waiting for it to become writable would hand out a dead stream.
+            Err(rustix::io::Errno::INPROGRESS) => {}
             Err(e) => return Err(e.into()),
         }
         let source = Source::with_readiness(fd, READABLE)?;
