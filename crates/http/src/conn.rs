@@ -60,15 +60,12 @@ enum Next {
     Close,
 }
 
-pub(crate) async fn serve<S: Service>(
-    stream: TcpStream,
-    remote: SocketAddr,
-    service: &S,
-    worker: Rc<Worker>,
-    slot: usize,
-) {
+/// Wraps an accepted socket. Done before the connection's task is spawned, so the task's
+/// future holds one `Rc` instead of the socket, address and worker (an async block keeps its
+/// captures for its whole life, and every idle connection pays for them).
+pub(crate) fn new_conn(stream: TcpStream, remote: SocketAddr, worker: Rc<Worker>) -> Rc<ConnIo> {
     let _ = stream.set_nodelay(true);
-    let io = Rc::new(ConnIo {
+    Rc::new(ConnIo {
         stream,
         read_buf: RefCell::new(BytesMut::new()),
         write_buf: RefCell::new(Vec::new()),
@@ -76,7 +73,10 @@ pub(crate) async fn serve<S: Service>(
         writable: Cell::new(true),
         timer: RefCell::new(sleep_until(Instant::now())),
         remote,
-    });
+    })
+}
+
+pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: &S, slot: usize) {
     let worker = &io.worker;
     let config = &worker.config;
     // When the first byte of an unfinished head arrived; bounds a slowloris.
@@ -397,18 +397,18 @@ impl ConnIo {
     /// Polls `op` until it is ready or `deadline` passes (`None`). The connection's one timer
     /// is reused for every wait, so a wait costs a timer-map insert and remove and no future
     /// of its own (which also keeps an idle connection small).
-    async fn until<T>(
-        &self,
+    fn until<'a, T>(
+        &'a self,
         deadline: Instant,
-        mut op: impl FnMut(&mut Context<'_>) -> Poll<T>,
-    ) -> Option<T> {
+        mut op: impl FnMut(&mut Context<'_>) -> Poll<T> + 'a,
+    ) -> impl Future<Output = Option<T>> + 'a {
         {
             let mut timer = self.timer.borrow_mut();
             if timer.deadline() != deadline {
                 timer.reset(deadline);
             }
         }
-        poll_fn(|cx| {
+        poll_fn(move |cx| {
             if let Poll::Ready(v) = op(cx) {
                 return Poll::Ready(Some(v));
             }
@@ -417,7 +417,6 @@ impl ConnIo {
                 Poll::Pending => Poll::Pending,
             }
         })
-        .await
     }
 
     /// Waits until the socket has something to read; false at `deadline`.
@@ -427,19 +426,24 @@ impl ConnIo {
             .is_some()
     }
 
-    /// Reads once into the read buffer (reserving `reserve` bytes first, or 4 KiB).
+    /// Reads once into the read buffer (reserving `reserve` bytes first, or 4 KiB). The buffer
+    /// is borrowed only inside each poll, so the future holds no buffer of its own.
     async fn read(&self, deadline: Instant, reserve: usize) -> Result<usize, ReadError> {
-        let mut buf = std::mem::take(&mut *self.read_buf.borrow_mut());
-        if buf.capacity() == 0 {
-            buf = self.worker.take_read_buf();
+        {
+            let mut buf = self.read_buf.borrow_mut();
+            if buf.capacity() == 0 {
+                *buf = self.worker.take_read_buf();
+            }
+            // At least 4 KiB of room, so a read takes a whole pipelined batch: with less, the
+            // tail of a buffer whose front went to earlier requests made reads of a few bytes.
+            buf.reserve(reserve.max(MIN_READ));
         }
-        // At least 4 KiB of room, so a read takes a whole pipelined batch: with less, the
-        // tail of a buffer whose front went to earlier requests made reads of a few bytes.
-        buf.reserve(reserve.max(MIN_READ));
         let result = self
-            .until(deadline, |cx| self.stream.poll_read_bytes(cx, &mut buf))
+            .until(deadline, |cx| {
+                self.stream
+                    .poll_read_bytes(cx, &mut self.read_buf.borrow_mut())
+            })
             .await;
-        *self.read_buf.borrow_mut() = buf;
         match result {
             Some(Ok(n)) => Ok(n),
             Some(Err(_)) => Err(ReadError::Io),

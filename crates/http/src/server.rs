@@ -193,13 +193,14 @@ async fn run_worker<S: Service>(listener: TcpListener, service: Arc<S>, config: 
                     idle: false,
                 });
                 let service = service.clone();
-                let w = worker.clone();
+                let io = crate::conn::new_conn(stream, remote, worker.clone());
+                let guard = ConnGuard {
+                    worker: worker.clone(),
+                    slot,
+                };
                 let fut = async move {
-                    let _guard = ConnGuard {
-                        worker: w.clone(),
-                        slot,
-                    };
-                    crate::conn::serve(stream, remote, &*service, w, slot).await;
+                    let _guard = guard;
+                    crate::conn::serve(io, &*service, slot).await;
                 };
                 let task = volt_rt::spawn(fut);
                 if let Some(entry) = worker.conns.borrow_mut().get_mut(slot) {
