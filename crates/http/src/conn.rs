@@ -230,7 +230,7 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, head: RequestHead, service: &S) -> 
     {
         keep_alive = false;
     }
-    if worker.is_shutting_down() || !io.writable.get() {
+    if worker.is_shutting_down() || !io.writable.get() || response.asks_to_close() {
         keep_alive = false;
     }
     let body = response.take_body();

@@ -103,13 +103,18 @@ impl Request {
         std::str::from_utf8(self.p.target.get(&self.p.head)).unwrap_or("")
     }
 
-    /// The path, without the query (undecoded).
+    /// The path, without the query (undecoded). An absolute-form target without a path
+    /// (`http://host` or `http://host?q`) has the path `/` (RFC 9110 §4.2.3).
     pub fn path(&self) -> &str {
         let span = Span {
             start: self.path_offset(),
             end: self.p.path_end,
         };
-        std::str::from_utf8(span.get(&self.p.head)).unwrap_or("")
+        match std::str::from_utf8(span.get(&self.p.head)) {
+            Ok("") => "/",
+            Ok(path) => path,
+            Err(_) => "",
+        }
     }
 
     /// Where the path starts in the head buffer (spans the router captures are relative to it):

@@ -108,13 +108,24 @@ impl Response {
     }
 
     /// Adds a header. `Content-Length`, `Transfer-Encoding`, `Date` and `Connection` are managed
-    /// by the server and ignored here; use [`Response::with_content_type`] for the content type.
+    /// by the server and not sent as given, with one exception: a `Connection` that lists
+    /// `close` makes the server send `Connection: close` and close the connection after this
+    /// response. Use [`Response::with_content_type`] for the content type.
     pub fn append_header(&mut self, name: HeaderName, value: HeaderValue) {
         if name == http::header::CONTENT_TYPE {
             self.content_type = Some(value);
         } else {
             self.headers.push((name, value));
         }
+    }
+
+    /// Whether a `Connection` header the handler set lists `close`.
+    pub(crate) fn asks_to_close(&self) -> bool {
+        self.headers
+            .iter()
+            .filter(|(name, _)| *name == http::header::CONNECTION)
+            .flat_map(|(_, value)| value.as_bytes().split(|&b| b == b','))
+            .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"close"))
     }
 
     /// The status.

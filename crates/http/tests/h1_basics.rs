@@ -66,6 +66,10 @@ fn app() -> Router {
         )
         .route("/unit", get(|_req| async {}))
         .route(
+            "/bye",
+            get(|_req| async { Response::text("bye").with_header("connection", "Close") }),
+        )
+        .route(
             "/sized-stream",
             get(|_req| async {
                 let parts = ["one", "two"].map(|s| Ok::<_, io::Error>(Bytes::from(s)));
@@ -497,4 +501,34 @@ fn date_is_refreshed_on_a_keep_alive_connection() {
     let second = c.read_response().header("date").unwrap().to_owned();
     assert!(common::is_imf_fixdate(&second), "{second:?}");
     assert_ne!(first, second);
+}
+
+#[test]
+fn connection_close_from_the_handler_is_sent_and_the_server_closes() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    // The request pipelined behind it is not answered.
+    c.send(b"GET /bye HTTP/1.1\r\nHost: t\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(
+        c.read_response().text(),
+        "HTTP/1.1 200 OK\r\nServer: volt\r\nDate: <date>\r\nContent-Type: text/plain\r\n\
+         content-length: 3\r\nConnection: close\r\n\r\nbye"
+    );
+    c.expect_closed();
+}
+
+/// RFC 9110 §10.1.1: an expectation other than `100-continue` answers 417, before the body.
+#[test]
+fn expect_other_than_100_continue_gets_417_and_close() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nExpect: 200-ok\r\nContent-Length: 5\r\n\r\n");
+    assert_eq!(
+        c.read_response().text(),
+        common::error_close(
+            "417 Expectation Failed",
+            "unsupported expectation (only 100-continue is)"
+        )
+    );
+    c.expect_closed();
 }

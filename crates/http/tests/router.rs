@@ -426,3 +426,12 @@ fn absolute_form_target_is_routed_by_its_path() {
         utf8("200 OK", "user 9")
     );
 }
+
+/// An absolute-form target with an empty path means `/` (RFC 9110 §4.2.3), not "".
+#[test]
+fn absolute_form_target_with_an_empty_path_routes_as_slash() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    assert_eq!(get_on(&mut c, "http://t"), utf8("200 OK", "home"));
+    assert_eq!(get_on(&mut c, "http://t?a=1"), utf8("200 OK", "home"));
+}

@@ -58,6 +58,9 @@ pub enum ParseError {
     ChunkedTwice,
     /// A transfer coding other than `chunked` (e.g. `gzip`) in a request.
     UnsupportedTransferCoding,
+    /// An HTTP/1.1 request's `Expect` lists something other than `100-continue`, the only
+    /// expectation defined (RFC 9110 §10.1.1): answered with 417.
+    UnsupportedExpectation,
     /// The head grew past [`Limits::max_head_bytes`](crate::Limits::max_head_bytes).
     HeadTooLarge,
     /// More than [`Limits::max_headers`](crate::Limits::max_headers) header fields.
@@ -90,6 +93,7 @@ impl ParseError {
                 StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
             }
             UnsupportedTransferCoding => StatusCode::NOT_IMPLEMENTED,
+            UnsupportedExpectation => StatusCode::EXPECTATION_FAILED,
             VersionNotSupported | Http2Preface => StatusCode::HTTP_VERSION_NOT_SUPPORTED,
             InvalidStatusLine => StatusCode::BAD_GATEWAY,
             _ => StatusCode::BAD_REQUEST,
@@ -139,6 +143,7 @@ impl fmt::Display for ParseError {
             ChunkedNotLast => "final transfer coding is not chunked",
             ChunkedTwice => "chunked transfer coding applied more than once",
             UnsupportedTransferCoding => "unsupported transfer coding",
+            UnsupportedExpectation => "unsupported expectation (only 100-continue is)",
             HeadTooLarge => "message head too large",
             TooManyHeaders => "too many header fields",
             UriTooLong => "request target too long",

@@ -227,6 +227,8 @@ pub(crate) struct Framing {
     pub hosts: u32,
     pub host: Span,
     pub expect_continue: bool,
+    /// `Expect` lists a member other than `100-continue`.
+    pub expect_other: bool,
     /// The first malformed `Content-Length`, reported once the syntax is known to be fine.
     pub error: Option<ParseError>,
 }
@@ -241,7 +243,15 @@ impl Framing {
                 self.host = value_span;
             }
             6 if eq_lower(name, b"expect") => {
-                self.expect_continue |= eq_lower(value, b"100-continue");
+                if eq_lower(value, b"100-continue") {
+                    self.expect_continue = true;
+                } else {
+                    for member in list_elements(value) {
+                        let known = eq_lower(member, b"100-continue");
+                        self.expect_continue |= known;
+                        self.expect_other |= !known;
+                    }
+                }
             }
             10 if eq_lower(name, b"connection") => {
                 // The usual values first; the list walk is for everything else.

@@ -199,6 +199,11 @@ fn finish(
         (None, Some(len)) => BodyKind::Length(len),
     };
 
+    // Only 1.1 defines `Expect`; an HTTP/1.0 server ignores it (RFC 9110 §10.1.1).
+    if framing.expect_other && version == Version::HTTP_11 {
+        return Err(ParseError::UnsupportedExpectation);
+    }
+
     head.keep_alive = if version == Version::HTTP_11 {
         !framing.close
     } else {

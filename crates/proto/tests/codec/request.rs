@@ -479,11 +479,38 @@ fn expect_continue_rules() {
         ))
         .expect_continue
     );
-    // Ignored on HTTP/1.0, without a body, and for other expectations.
+    // Ignored on HTTP/1.0 and without a body.
     assert!(!req(&post("HTTP/1.0", &format!("{expect}Content-Length: 3\r\n"))).expect_continue);
     assert!(!req(&post("HTTP/1.1", expect)).expect_continue);
-    assert!(!req(&post("HTTP/1.1", "Expect: 200-ok\r\nContent-Length: 3\r\n")).expect_continue);
     assert!(!req(&post("HTTP/1.1", "Content-Length: 3\r\n")).expect_continue);
+    // As a list, and an empty list (no expectation at all).
+    assert!(
+        req(&post(
+            "HTTP/1.1",
+            "Expect: , 100-continue\r\nContent-Length: 3\r\n"
+        ))
+        .expect_continue
+    );
+    assert!(!req(&post("HTTP/1.1", "Expect: \r\nContent-Length: 3\r\n")).expect_continue);
+}
+
+#[test]
+fn other_expectations_are_refused_with_417() {
+    let post = |version: &str, fields: &str| {
+        format!("POST / {version}\r\nHost: a\r\n{fields}\r\n").into_bytes()
+    };
+    for fields in [
+        "Expect: 200-ok\r\nContent-Length: 3\r\n",
+        "Expect: 100-continue, x-other\r\nContent-Length: 3\r\n",
+        "Expect: 100-continue\r\nExpect: x\r\n",
+        "Expect: 100-continue;x=1\r\n",
+    ] {
+        let err = req_err(&post("HTTP/1.1", fields));
+        assert_eq!(err, ParseError::UnsupportedExpectation, "{fields:?}");
+        assert_eq!(err.status(), StatusCode::EXPECTATION_FAILED);
+    }
+    // HTTP/1.0 did not define `Expect`: ignored there.
+    assert!(!req(&post("HTTP/1.0", "Expect: 200-ok\r\nContent-Length: 3\r\n")).expect_continue);
 }
 
 #[test]
