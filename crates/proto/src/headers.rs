@@ -235,7 +235,7 @@ pub(crate) struct Framing {
 
 impl Framing {
     #[inline]
-    fn add(&mut self, name: &[u8], value: &[u8], value_span: Span) {
+    pub(crate) fn add(&mut self, name: &[u8], value: &[u8], value_span: Span) {
         // Length first: most fields are rejected by one integer compare.
         match name.len() {
             4 if eq_lower(name, b"host") => {

@@ -46,7 +46,10 @@
 //!
 //! # Layout
 //!
-//! - `request` / `response`: head parsing (one `httparse` call, then a single pass over the
+//! - `request`: request head parsing. A clean, complete head is walked once by a hand-written
+//!   parser; anything else (unfinished, rejected, unusual) goes through `httparse` and the
+//!   strict re-walk, which say "need more bytes" or name the rule broken.
+//! - `response`: response head parsing (one `httparse` call, then a single pass over the
 //!   header fields).
 //! - `headers`: what both heads share: framing fields, span arithmetic, and the strict re-walk
 //!   that names the exact rule a rejected head broke.
