@@ -49,10 +49,33 @@ pub(crate) struct ConnIo {
     worker: Rc<Worker>,
     /// False once a write failed or timed out: the connection is finished.
     writable: Cell<bool>,
+    /// Whether `TCP_NODELAY` is set yet; set lazily, see [`ConnIo::write_all`].
+    nagle: Cell<Nagle>,
     /// The deadline of whatever the connection waits for (reset, never recreated).
     timer: RefCell<Sleep>,
     remote: SocketAddr,
 }
+
+/// Where a connection stands with Nagle's algorithm.
+///
+/// Nagle holds back a small segment only while earlier data is unacknowledged, so a
+/// connection's first write goes out at once whatever the setting. `TCP_NODELAY` is therefore
+/// set just before the second write (or before a first write large enough to span several
+/// segments), not on accept: a connection that answers one request and closes (`ab` without
+/// `-k`, HTTP/1.0 clients) saves the `setsockopt`, as nginx does.
+#[derive(Clone, Copy)]
+enum Nagle {
+    /// Nothing written yet.
+    Untouched,
+    /// One small write made; Nagle still on.
+    FirstWriteDone,
+    /// `TCP_NODELAY` set (or setting it failed; it is not retried).
+    Off,
+}
+
+/// A first write up to this size goes out before `TCP_NODELAY` is set (one segment on any
+/// usual path MTU).
+const SMALL_FIRST_WRITE: usize = 1200;
 
 /// What the connection does after a response.
 enum Next {
@@ -64,13 +87,13 @@ enum Next {
 /// future holds one `Rc` instead of the socket, address and worker (an async block keeps its
 /// captures for its whole life, and every idle connection pays for them).
 pub(crate) fn new_conn(stream: TcpStream, remote: SocketAddr, worker: Rc<Worker>) -> Rc<ConnIo> {
-    let _ = stream.set_nodelay(true);
     Rc::new(ConnIo {
         stream,
         read_buf: RefCell::new(BytesMut::new()),
         write_buf: RefCell::new(Vec::new()),
         worker,
         writable: Cell::new(true),
+        nagle: Cell::new(Nagle::Untouched),
         timer: RefCell::new(sleep_until(Instant::now())),
         remote,
     })
@@ -464,6 +487,16 @@ impl ConnIo {
     }
 
     async fn write_all(&self, bytes: &[u8]) -> bool {
+        match self.nagle.get() {
+            Nagle::Off => {}
+            Nagle::Untouched if bytes.len() <= SMALL_FIRST_WRITE => {
+                self.nagle.set(Nagle::FirstWriteDone);
+            }
+            Nagle::Untouched | Nagle::FirstWriteDone => {
+                let _ = self.stream.set_nodelay(true);
+                self.nagle.set(Nagle::Off);
+            }
+        }
         let deadline = Instant::now() + self.worker.config.write_timeout;
         let mut written = 0;
         let result = self
