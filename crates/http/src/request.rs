@@ -106,14 +106,16 @@ impl Request {
     /// The path, without the query (undecoded). An absolute-form target without a path
     /// (`http://host` or `http://host?q`) has the path `/` (RFC 9110 §4.2.3).
     pub fn path(&self) -> &str {
-        let span = Span {
-            start: self.path_offset(),
-            end: self.p.path_end,
-        };
-        match std::str::from_utf8(span.get(&self.p.head)) {
-            Ok("") => "/",
-            Ok(path) => path,
-            Err(_) => "",
+        std::str::from_utf8(self.path_bytes().1).unwrap_or("")
+    }
+
+    /// Where the path starts in the head buffer, and its bytes (`/` for an empty path). The
+    /// router matches on these, without a UTF-8 check.
+    pub(crate) fn path_bytes(&self) -> (u32, &[u8]) {
+        let start = self.path_offset();
+        match &self.p.head[start as usize..self.p.path_end as usize] {
+            b"" => (start, b"/"),
+            path => (start, path),
         }
     }
 

@@ -251,22 +251,25 @@ impl Router {
 
     /// Finds the endpoint for `path`, filling `values` with the parameter spans (relative to
     /// the start of `path`).
-    fn find(&self, path: &str, values: &mut SmallVec<[Span; 4]>) -> Option<&Endpoint> {
+    fn find(&self, path: &[u8], values: &mut SmallVec<[Span; 4]>) -> Option<&Endpoint> {
         if let Some((_, e)) = self
             .exact
             .iter()
-            .find(|(p, _)| p.len() == path.len() && **p == *path)
+            .find(|(p, _)| p.len() == path.len() && p.as_bytes() == path)
         {
             return Some(e);
         }
+        // The parser admits only ASCII in a target, so this check fails only for requests
+        // made some other way.
+        let path = std::str::from_utf8(path).ok()?;
         let segs = segments(path)?;
         find_in(&self.root, &segs, path.len() as u32, values)
     }
 
     fn dispatch(&self, mut req: Request) -> Dispatch<'_> {
-        let path_start = req.path_offset();
+        let (path_start, path) = req.path_bytes();
         let mut values = SmallVec::new();
-        let Some(endpoint) = self.find(req.path(), &mut values) else {
+        let Some(endpoint) = self.find(path, &mut values) else {
             return Dispatch::Status(StatusCode::NOT_FOUND, None);
         };
         let Some(handler) = endpoint.methods.handler(req.method()) else {
