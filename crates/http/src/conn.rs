@@ -21,12 +21,12 @@ use std::time::Instant;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::{Method, StatusCode, Version};
-use volt_proto::{BodyDecoder, BodyKind, ParseError, RequestHead};
+use volt_proto::{BodyDecoder, BodyKind, ParseError};
 use volt_rt::net::TcpStream;
 use volt_rt::time::{sleep_until, Sleep};
 
 use crate::body::BodyKind as OutBody;
-use crate::request::RequestBody;
+use crate::request::{Parts, RequestBody};
 use crate::response::{IntoResponse, Response};
 use crate::server::Worker;
 use crate::service::Service;
@@ -158,22 +158,36 @@ async fn process<S: Service>(
     head_started: &mut Option<Instant>,
 ) -> Next {
     io.worker.refresh_date();
+    // Every request of the batch is parsed into this one head.
+    let mut parts = take_parts();
+    let next = process_batch(io, service, head_started, &mut parts).await;
+    give_parts(parts);
+    next
+}
+
+async fn process_batch<S: Service>(
+    io: &Rc<ConnIo>,
+    service: &S,
+    head_started: &mut Option<Instant>,
+    parts: &mut Rc<Parts>,
+) -> Next {
     loop {
         let parsed = {
             let buf = io.read_buf.borrow();
             if buf.is_empty() {
                 break;
             }
-            volt_proto::parse_request(&buf, &io.worker.limits)
+            let parsed = &mut unique(parts).parsed;
+            volt_proto::parse_request_into(&buf, &io.worker.limits, parsed)
         };
         match parsed {
-            Ok(None) => {
+            Ok(false) => {
                 head_started.get_or_insert_with(Instant::now);
                 break;
             }
-            Ok(Some(head)) => {
+            Ok(true) => {
                 *head_started = None;
-                if let Next::Close = handle(io, head, service).await {
+                if let Next::Close = handle(io, parts, service).await {
                     io.flush().await;
                     return Next::Close;
                 }
@@ -192,18 +206,59 @@ async fn process<S: Service>(
     }
 }
 
-/// Runs the handler for one parsed request and encodes its response.
-async fn handle<S: Service>(io: &Rc<ConnIo>, head: RequestHead, service: &S) -> Next {
+thread_local! {
+    /// Request heads of finished batches, for the next batch on this worker. An idle
+    /// connection holds none.
+    static SPARE_PARTS: RefCell<Vec<Rc<Parts>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Most spare heads a worker keeps.
+const SPARE_PARTS_MAX: usize = 64;
+
+fn take_parts() -> Rc<Parts> {
+    SPARE_PARTS
+        .with(|spare| spare.borrow_mut().pop())
+        .unwrap_or_default()
+}
+
+fn give_parts(mut parts: Rc<Parts>) {
+    // Only a head no request holds any more; its bytes go now, so the read buffer they came
+    // from is not kept shared.
+    if let Some(p) = Rc::get_mut(&mut parts) {
+        p.head = Bytes::new();
+        SPARE_PARTS.with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if spare.len() < SPARE_PARTS_MAX {
+                spare.push(parts);
+            }
+        });
+    }
+}
+
+/// The head to parse the next request into: `parts` itself once the previous request is
+/// gone, a new one if a handler still holds that request (kept it past its response).
+fn unique(parts: &mut Rc<Parts>) -> &mut Parts {
+    if Rc::get_mut(parts).is_none() {
+        *parts = Rc::default();
+    }
+    Rc::get_mut(parts).expect("a new Rc is unique")
+}
+
+/// Runs the handler for the request just parsed into `parts` and encodes its response.
+async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S) -> Next {
     let worker = &io.worker;
+    let head = &parts.parsed;
     let version = head.version;
     let is_head = head.method == Method::HEAD;
     let mut keep_alive = head.keep_alive;
     let head_len = head.head_len;
-    let declared = match head.body {
+    let expect_continue = head.expect_continue;
+    let body_kind = head.body;
+    let declared = match body_kind {
         BodyKind::Length(n) => Some(n),
         _ => None,
     };
-    let reader = match head.body {
+    let reader = match body_kind {
         BodyKind::Empty => None,
         BodyKind::Length(n) if n > worker.config.max_body_bytes => {
             io.read_buf.borrow_mut().advance(head_len);
@@ -221,7 +276,7 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, head: RequestHead, service: &S) -> 
             state: RefCell::new(BodyState {
                 decoder: BodyDecoder::with_limits(kind, &worker.limits),
                 received: 0,
-                continue_pending: head.expect_continue,
+                continue_pending: expect_continue,
                 failed: false,
             }),
         })),
@@ -234,7 +289,8 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, head: RequestHead, service: &S) -> 
     if io.write_buf.borrow().capacity() == 0 {
         *io.write_buf.borrow_mut() = worker.take_write_buf();
     }
-    let req = Request::from_h1(head_bytes, head, Some(io.remote), body);
+    unique(parts).finish(head_bytes, Some(io.remote));
+    let req = Request::from_h1(parts.clone(), body);
 
     let mut response = match call(io, service, req).await {
         Some(r) => r,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use http::{Method, StatusCode, Version};
 use serde::de::DeserializeOwned;
-use volt_proto::{HeaderSpans, RequestHead, Span};
+use volt_proto::{RequestHead, Span};
 
 use crate::conn::BodyReader;
 use crate::Error;
@@ -24,24 +24,39 @@ use crate::Error;
 /// [`Request::query`], [`Request::json`], ...) parse into your types and answer 400 with a
 /// message naming what was wrong.
 pub struct Request {
-    // Boxed: a request is moved several times on its way into a handler's future, and eight
-    // bytes move for free where the ~330 of the parts cost a memcpy each (measured with
-    // callgrind: about 300 instructions per request saved, for one small allocation).
-    p: Box<Parts>,
-}
-
-struct Parts {
-    head: Bytes,
-    method: Method,
-    version: Version,
-    target: Span,
-    /// End of the path within the target (where `?` is, or the target's end).
-    path_end: u32,
-    headers: HeaderSpans,
+    /// The head, shared with the connection, which parses every request into the same
+    /// allocation and takes it back (`Rc::get_mut`) once the handler has dropped the request:
+    /// no allocation and no move of the ~300-byte head per request, and a request that moves
+    /// on its way into a handler's future is ~100 bytes.
+    p: Rc<Parts>,
     params: Params,
     state: Option<Arc<dyn Any + Send + Sync>>,
-    remote_addr: Option<SocketAddr>,
     body: RequestBody,
+}
+
+/// What a request reads from the connection: the head's bytes and where things are in them.
+#[derive(Default)]
+pub(crate) struct Parts {
+    /// The head's bytes; the spans of `parsed` point into them.
+    pub(crate) head: Bytes,
+    pub(crate) parsed: RequestHead,
+    /// End of the path within the target (where `?` is, or the target's end).
+    pub(crate) path_end: u32,
+    pub(crate) remote_addr: Option<SocketAddr>,
+}
+
+impl Parts {
+    /// Completes parts whose `parsed` was just filled in by the codec: `head` holds the bytes
+    /// the head was parsed from.
+    pub(crate) fn finish(&mut self, head: Bytes, remote_addr: Option<SocketAddr>) {
+        let target = self.parsed.target;
+        self.path_end = match target.get(&head).iter().position(|&b| b == b'?') {
+            Some(i) => target.start + i as u32,
+            None => target.end,
+        };
+        self.head = head;
+        self.remote_addr = remote_addr;
+    }
 }
 
 /// Path parameters captured by the router: names from the route, values as spans of the head.
@@ -52,55 +67,37 @@ pub(crate) struct Params {
 }
 
 impl Request {
-    pub(crate) fn from_h1(
-        head: Bytes,
-        parsed: RequestHead,
-        remote_addr: Option<SocketAddr>,
-        body: RequestBody,
-    ) -> Request {
-        let target = parsed.target.get(&head);
-        let path_end = match target.iter().position(|&b| b == b'?') {
-            Some(i) => parsed.target.start + i as u32,
-            None => parsed.target.end,
-        };
+    pub(crate) fn from_h1(p: Rc<Parts>, body: RequestBody) -> Request {
         Request {
-            p: Box::new(Parts {
-                head,
-                method: parsed.method,
-                version: parsed.version,
-                target: parsed.target,
-                path_end,
-                headers: parsed.headers,
-                params: Params::default(),
-                state: None,
-                remote_addr,
-                body,
-            }),
+            p,
+            params: Params::default(),
+            state: None,
+            body,
         }
     }
 
     pub(crate) fn set_params(&mut self, params: Params) {
-        self.p.params = params;
+        self.params = params;
     }
 
     pub(crate) fn set_state(&mut self, state: &Option<Arc<dyn Any + Send + Sync>>) {
-        self.p.state.clone_from(state);
+        self.state.clone_from(state);
     }
 
     /// The method.
     pub fn method(&self) -> &Method {
-        &self.p.method
+        &self.p.parsed.method
     }
 
     /// The protocol version.
     pub fn version(&self) -> Version {
-        self.p.version
+        self.p.parsed.version
     }
 
     /// The request target as sent (path and query, undecoded).
     pub fn target(&self) -> &str {
         // The parser accepts only visible ASCII in the target.
-        std::str::from_utf8(self.p.target.get(&self.p.head)).unwrap_or("")
+        std::str::from_utf8(self.p.parsed.target.get(&self.p.head)).unwrap_or("")
     }
 
     /// The path, without the query (undecoded). An absolute-form target without a path
@@ -123,28 +120,28 @@ impl Request {
     /// the target's start, or past `scheme://authority` in the absolute form, which a server
     /// must accept (RFC 9112 §3.2.2).
     pub(crate) fn path_offset(&self) -> u32 {
-        let target = self.p.target.get(&self.p.head);
+        let target = self.p.parsed.target.get(&self.p.head);
         if target.first() == Some(&b'/') {
-            return self.p.target.start;
+            return self.p.parsed.target.start;
         }
         let Some(authority) = target.windows(3).position(|w| w == b"://").map(|i| i + 3) else {
-            return self.p.target.start;
+            return self.p.parsed.target.start;
         };
         let path = target[authority..]
             .iter()
             .position(|&b| b == b'/' || b == b'?')
             .map_or(target.len(), |i| authority + i);
-        self.p.target.start + path as u32
+        self.p.parsed.target.start + path as u32
     }
 
     /// The query string after `?`, if any (undecoded).
     pub fn query_string(&self) -> Option<&str> {
-        if self.p.path_end == self.p.target.end {
+        if self.p.path_end == self.p.parsed.target.end {
             return None;
         }
         let span = Span {
             start: self.p.path_end + 1,
-            end: self.p.target.end,
+            end: self.p.parsed.target.end,
         };
         std::str::from_utf8(span.get(&self.p.head)).ok()
     }
@@ -157,6 +154,7 @@ impl Request {
     /// The raw value of header `name` (case-insensitive; the first if repeated).
     pub fn header_bytes(&self, name: &str) -> Option<&[u8]> {
         self.p
+            .parsed
             .headers
             .iter()
             .find(|h| {
@@ -190,7 +188,7 @@ impl Request {
 
     /// Every header field in order, as `(name, value)`.
     pub fn headers(&self) -> impl Iterator<Item = (&str, &[u8])> {
-        self.p.headers.iter().map(|h| {
+        self.p.parsed.headers.iter().map(|h| {
             (
                 std::str::from_utf8(h.name.get(&self.p.head)).unwrap_or(""),
                 h.value.get(&self.p.head),
@@ -223,9 +221,9 @@ impl Request {
 
     /// The path parameter `name` as sent (not decoded), if the route has it.
     pub fn raw_param(&self, name: &str) -> Option<&str> {
-        let names = self.p.params.names.as_ref()?;
+        let names = self.params.names.as_ref()?;
         let i = names.iter().position(|n| &**n == name)?;
-        let span = *self.p.params.values.get(i)?;
+        let span = *self.params.values.get(i)?;
         std::str::from_utf8(span.get(&self.p.head)).ok()
     }
 
@@ -241,8 +239,7 @@ impl Request {
     /// # Panics
     /// If no state of type `T` was registered (a programming error).
     pub fn state<T: Send + Sync + 'static>(&self) -> Arc<T> {
-        self.p
-            .state
+        self.state
             .clone()
             .and_then(|s| s.downcast::<T>().ok())
             .unwrap_or_else(|| {
@@ -255,12 +252,12 @@ impl Request {
 
     /// The body, to read as a stream of chunks.
     pub fn body_mut(&mut self) -> &mut RequestBody {
-        &mut self.p.body
+        &mut self.body
     }
 
     /// The whole body. Bodies over the server's limit answer 413.
     pub async fn bytes(&mut self) -> Result<Bytes, Error> {
-        self.p.body.collect().await
+        self.body.collect().await
     }
 
     /// The whole body as UTF-8 text; 400 if it is not UTF-8.
@@ -291,9 +288,9 @@ impl Request {
 impl fmt::Debug for Request {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Request")
-            .field("method", &self.p.method)
+            .field("method", &self.p.parsed.method)
             .field("target", &self.target())
-            .field("version", &self.p.version)
+            .field("version", &self.p.parsed.version)
             .finish_non_exhaustive()
     }
 }

@@ -304,3 +304,43 @@ fn long_pipeline_of_large_responses_stays_in_order() {
     t.join().unwrap();
     server.shutdown();
 }
+
+/// The server parses each request of a connection into one reused head; a handler that keeps
+/// its request past the response must not see it overwritten by the next one.
+#[test]
+fn a_request_kept_past_its_response_is_not_overwritten_by_the_next() {
+    use std::cell::RefCell;
+    thread_local! {
+        static KEPT: RefCell<Vec<Request>> = const { RefCell::new(Vec::new()) };
+    }
+    let app = Router::new().route(
+        "/keep/{n}",
+        get(|req: Request| async move {
+            // Every request kept so far still reads its own path.
+            let seen = KEPT.with(|kept| {
+                kept.borrow()
+                    .iter()
+                    .map(|r| r.path().to_owned())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            });
+            let answer = format!("{} after [{seen}]", req.path());
+            KEPT.with(|kept| kept.borrow_mut().push(req));
+            Response::text(answer)
+        }),
+    );
+    let server = common::start(app);
+    let mut c = server.connect();
+    c.send(
+        b"GET /keep/1 HTTP/1.1\r\nHost: t\r\n\r\nGET /keep/22 HTTP/1.1\r\nHost: t\r\n\r\n\
+          GET /keep/333 HTTP/1.1\r\nHost: t\r\nX-Longer-Head: so the spans move\r\n\r\n",
+    );
+    let expected = [
+        "/keep/1 after []",
+        "/keep/22 after [/keep/1]",
+        "/keep/333 after [/keep/1,/keep/22]",
+    ];
+    for body in expected {
+        assert_eq!(c.read_response().text(), text_response("200 OK", "", body));
+    }
+}

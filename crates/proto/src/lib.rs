@@ -75,7 +75,7 @@ pub use encode::{
 };
 pub use error::ParseError;
 pub use http::{HeaderName, HeaderValue, Method, StatusCode, Version};
-pub use request::{parse_request, RequestHead};
+pub use request::{parse_request, parse_request_into, RequestHead};
 pub use response::{parse_response, ResponseHead};
 
 /// Size limits for parsing a message head.

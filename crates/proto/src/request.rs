@@ -65,9 +65,50 @@ impl RequestHead {
 /// `max_head_bytes` without a complete head. [`VersionNotSupported`](ParseError::VersionNotSupported)
 /// and [`Http2Preface`](ParseError::Http2Preface) come once the request line is complete.
 pub fn parse_request(buf: &[u8], limits: &Limits) -> Result<Option<RequestHead>, ParseError> {
-    match parse_clean(buf, limits) {
-        Some(parsed) => parsed.map(Some),
-        None => parse_general(buf, limits),
+    let mut head = RequestHead::default();
+    Ok(parse_request_into(buf, limits, &mut head)?.then_some(head))
+}
+
+/// [`parse_request`] into a head the caller keeps: `Ok(true)` when `head` now holds a complete
+/// head, `Ok(false)` when more bytes are needed. A server parses every request of a
+/// connection into one head this way, so the head (about 200 bytes) is neither returned by
+/// value nor moved, and its span array is reused.
+///
+/// On `Ok(false)` and on errors, `head` holds no meaningful value.
+///
+/// # Errors
+///
+/// As [`parse_request`].
+pub fn parse_request_into(
+    buf: &[u8],
+    limits: &Limits,
+    head: &mut RequestHead,
+) -> Result<bool, ParseError> {
+    match parse_clean(buf, limits, head) {
+        Some(done) => done.map(|()| true),
+        None => match parse_general(buf, limits)? {
+            Some(general) => {
+                *head = general;
+                Ok(true)
+            }
+            None => Ok(false),
+        },
+    }
+}
+
+impl Default for RequestHead {
+    /// An empty `GET` head, to parse into with [`parse_request_into`].
+    fn default() -> Self {
+        RequestHead {
+            method: Method::GET,
+            version: Version::HTTP_11,
+            target: Span::default(),
+            headers: HeaderSpans::new(),
+            head_len: 0,
+            body: BodyKind::Empty,
+            keep_alive: false,
+            expect_continue: false,
+        }
     }
 }
 
@@ -243,7 +284,11 @@ fn apply_fields(head: &mut RequestHead, buf: &[u8], framing: Framing) -> Result<
 /// and "need more bytes" come from one place. The field rules after the grammar
 /// ([`apply_fields`]) are shared, so their errors come from here directly.
 #[inline]
-fn parse_clean(buf: &[u8], limits: &Limits) -> Option<Result<RequestHead, ParseError>> {
+fn parse_clean(
+    buf: &[u8],
+    limits: &Limits,
+    head: &mut RequestHead,
+) -> Option<Result<(), ParseError>> {
     let buf = head_window(buf, limits);
     // Request line: method SP request-target SP HTTP-version CRLF.
     let (method, mut pos) = if buf.starts_with(b"GET ") {
@@ -271,16 +316,10 @@ fn parse_clean(buf: &[u8], limits: &Limits) -> Option<Result<RequestHead, ParseE
     };
     pos += 10;
 
-    let mut head = RequestHead {
-        method,
-        version,
-        target,
-        headers: HeaderSpans::new(),
-        head_len: 0,
-        body: BodyKind::Empty,
-        keep_alive: false,
-        expect_continue: false,
-    };
+    head.method = method;
+    head.version = version;
+    head.target = target;
+    head.headers.clear();
     let mut framing = Framing::default();
     // Field lines: field-name ":" OWS field-value OWS CRLF, until the empty line.
     loop {
@@ -318,7 +357,7 @@ fn parse_clean(buf: &[u8], limits: &Limits) -> Option<Result<RequestHead, ParseE
         pos = cr + 2;
     }
     head.head_len = pos;
-    Some(apply_fields(&mut head, buf, framing).map(|()| head))
+    Some(apply_fields(head, buf, framing))
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -571,10 +610,11 @@ mod tests {
         let mut taken = 0usize;
         for limits in &tight {
             let mut check = |input: &[u8]| {
-                if let Some(fast) = parse_clean(input, limits) {
+                let mut head = RequestHead::default();
+                if let Some(fast) = parse_clean(input, limits, &mut head) {
                     taken += 1;
                     assert_eq!(
-                        fast.map(Some),
+                        fast.map(|()| Some(head)),
                         parse_general(input, limits),
                         "{:?} {limits:?}",
                         String::from_utf8_lossy(input)
@@ -606,9 +646,10 @@ mod tests {
     #[test]
     fn fast_path_takes_the_clean_seeds() {
         for seed in CLEAN {
-            let head = parse_clean(seed, &Limits::default());
+            let mut into = RequestHead::default();
+            let head = parse_clean(seed, &Limits::default(), &mut into);
             assert!(
-                matches!(head, Some(Ok(_))),
+                matches!(head, Some(Ok(()))),
                 "{:?}: {head:?}",
                 String::from_utf8_lossy(seed)
             );

@@ -608,3 +608,34 @@ fn errors_display_one_line() {
         let _: &dyn std::error::Error = &err;
     }
 }
+
+/// One head reused for a connection's requests ends up the same as a fresh head each time,
+/// whatever the previous request left in it (more fields, a body, the general path's output).
+#[test]
+fn parsing_into_a_reused_head_matches_parsing_afresh() {
+    let many: String = (0..12).map(|i| format!("X-{i}: {i}\r\n")).collect();
+    let heads = [
+        format!("GET /a HTTP/1.1\r\nHost: a\r\n{many}\r\n"),
+        "POST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n".into(),
+        "\r\nGET /leading-empty-line HTTP/1.1\r\nHost: a\r\n\r\n".into(),
+        "GET /c HTTP/1.0\r\n\r\n".into(),
+        "GET /d HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".into(),
+    ];
+    let limits = Limits::default();
+    let mut reused = volt_proto::RequestHead::default();
+    for _ in 0..2 {
+        for head in &heads {
+            let fresh = parse_request(head.as_bytes(), &limits).unwrap().unwrap();
+            assert!(volt_proto::parse_request_into(head.as_bytes(), &limits, &mut reused).unwrap());
+            assert_eq!(reused, fresh, "{head:?}");
+        }
+    }
+    // Unfinished: false, and the error of a rejected head.
+    assert!(
+        !volt_proto::parse_request_into(b"GET / HTTP/1.1\r\nHo", &limits, &mut reused).unwrap()
+    );
+    assert_eq!(
+        volt_proto::parse_request_into(b"GET / HTTP/1.1\r\n\r\n", &limits, &mut reused),
+        Err(MissingHost)
+    );
+}
