@@ -474,26 +474,35 @@ enum ReadError {
 
 impl ConnIo {
     /// Polls `op` until it is ready or `deadline` passes (`None`). The connection's one timer
-    /// is reused for every wait, so a wait costs a timer-map insert and remove and no future
-    /// of its own (which also keeps an idle connection small).
+    /// is reused for every wait, so a wait needs no future of its own (which also keeps an
+    /// idle connection small).
+    ///
+    /// The timer is touched only when `op` has to wait, and moved (a timer-map remove and
+    /// insert) only when it would fire too late for `deadline` or once it fires: a timer still
+    /// armed for an earlier deadline (the previous request's idle timeout, say) is left alone,
+    /// fires early, and is moved on then. A keep-alive request whose write completes at once
+    /// thus costs one timer-map lookup instead of two removes and two inserts.
     fn until<'a, T>(
         &'a self,
         deadline: Instant,
         mut op: impl FnMut(&mut Context<'_>) -> Poll<T> + 'a,
     ) -> impl Future<Output = Option<T>> + 'a {
-        {
-            let mut timer = self.timer.borrow_mut();
-            if timer.deadline() != deadline {
-                timer.reset(deadline);
-            }
-        }
         poll_fn(move |cx| {
             if let Poll::Ready(v) = op(cx) {
                 return Poll::Ready(Some(v));
             }
-            match Pin::new(&mut *self.timer.borrow_mut()).poll(cx) {
-                Poll::Ready(()) => Poll::Ready(None),
-                Poll::Pending => Poll::Pending,
+            let mut timer = self.timer.borrow_mut();
+            if timer.deadline() > deadline {
+                timer.reset(deadline);
+            }
+            loop {
+                match Pin::new(&mut *timer).poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    // Armed for this deadline (it is never later, see above): it passed.
+                    Poll::Ready(()) if timer.deadline() == deadline => return Poll::Ready(None),
+                    // An earlier deadline fired: arm for this one (polled again just below).
+                    Poll::Ready(()) => timer.reset(deadline),
+                }
             }
         })
     }
