@@ -28,7 +28,7 @@ use volt_rt::time::{sleep_until, Sleep};
 use crate::body::BodyKind as OutBody;
 use crate::request::{Parts, RequestBody};
 use crate::response::{IntoResponse, Response};
-use crate::server::Worker;
+use crate::server::{Worker, READ_BUF};
 use crate::service::Service;
 use crate::{Error, Request};
 
@@ -664,7 +664,13 @@ impl ConnIo {
 
     /// An idle connection keeps no buffers: they go back to the worker's pool.
     fn release_buffers(&self) {
-        let read = std::mem::take(&mut *self.read_buf.borrow_mut());
+        let mut read = std::mem::take(&mut *self.read_buf.borrow_mut());
+        // The front of the buffer went to the requests' heads (`split_to`), so what is left
+        // reports less capacity than the pool wants. Those heads are dropped by now, and the
+        // whole allocation comes back without copying or allocating; without this, every
+        // keep-alive request dropped its buffer and the next one allocated a new one.
+        // (If a handler still holds a head, this fails and the pool turns the buffer away.)
+        let _ = read.try_reclaim(READ_BUF);
         self.worker.give_read_buf(read);
         let write = std::mem::take(&mut *self.write_buf.borrow_mut());
         self.worker.give_write_buf(write);

@@ -26,7 +26,7 @@ use crate::service::Service;
 
 /// Buffers kept per worker for connections to reuse.
 const POOL_SIZE: usize = 256;
-const READ_BUF: usize = 8 * 1024;
+pub(crate) const READ_BUF: usize = 8 * 1024;
 
 /// An HTTP/1.x server.
 ///
