@@ -58,7 +58,28 @@ impl Response {
     /// 200 with `value` serialized as `application/json`. A value that fails to serialize
     /// answers 500.
     pub fn json<T: Serialize + ?Sized>(value: &T) -> Response {
-        match serde_json::to_vec(value) {
+        thread_local! {
+            /// Serializer output, reused: the body is then one exact-size copy. (A `Vec` from
+            /// `serde_json::to_vec` has spare capacity, and `Bytes::from` such a `Vec` makes a
+            /// second allocation for its shared header.)
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        /// Larger output is not kept for the next response.
+        const SCRATCH_MAX: usize = 64 * 1024;
+        let serialized = SCRATCH.with(|scratch| {
+            // Busy only if a `Serialize` impl itself makes a JSON response.
+            let Ok(mut scratch) = scratch.try_borrow_mut() else {
+                return serde_json::to_vec(value).map(Bytes::from);
+            };
+            scratch.clear();
+            let done = serde_json::to_writer(&mut *scratch, value)
+                .map(|()| Bytes::copy_from_slice(&scratch));
+            if scratch.capacity() > SCRATCH_MAX {
+                *scratch = Vec::new();
+            }
+            done
+        });
+        match serialized {
             Ok(bytes) => Response::new(StatusCode::OK)
                 .with_content_type(JSON)
                 .with_body(bytes),
@@ -225,5 +246,35 @@ pub struct Json<T>(pub T);
 impl<T: Serialize> IntoResponse for Json<T> {
     fn into_response(self) -> Response {
         Response::json(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(r: &Response) -> &[u8] {
+        r.body().as_bytes().expect("a full body")
+    }
+
+    /// Serializes by making a JSON response itself (the scratch buffer is then in use).
+    struct Nested;
+
+    impl Serialize for Nested {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let inner = Response::json(&[1, 2]);
+            s.serialize_str(std::str::from_utf8(body(&inner)).unwrap())
+        }
+    }
+
+    #[test]
+    fn json_bodies_are_exactly_the_serialized_value() {
+        let long = "x".repeat(100_000);
+        assert_eq!(body(&Response::json(&long)).len(), 100_002);
+        assert_eq!(body(&Response::json(&("a", 1))), br#"["a",1]"#);
+        assert_eq!(body(&Response::json(&Nested)), br#""[1,2]""#);
+        let r = Response::json(&serde_json::json!({"message": "Hello, World!"}));
+        assert_eq!(body(&r), br#"{"message":"Hello, World!"}"#);
+        assert_eq!(r.header("content-type").unwrap(), "application/json");
     }
 }
