@@ -214,6 +214,8 @@ thread_local! {
 
 /// Most spare heads a worker keeps.
 const SPARE_PARTS_MAX: usize = 64;
+/// Largest head buffer a spare head keeps.
+const SPARE_HEAD_MAX: usize = 4 * 1024;
 
 fn take_parts() -> Rc<Parts> {
     SPARE_PARTS
@@ -222,10 +224,11 @@ fn take_parts() -> Rc<Parts> {
 }
 
 fn give_parts(mut parts: Rc<Parts>) {
-    // Only a head no request holds any more; its bytes go now, so the read buffer they came
-    // from is not kept shared.
+    // Only a head no request holds any more, and not an unusually large one.
     if let Some(p) = Rc::get_mut(&mut parts) {
-        p.head = Bytes::new();
+        if p.head.capacity() > SPARE_HEAD_MAX {
+            p.head = Vec::new();
+        }
         SPARE_PARTS.with(|spare| {
             let mut spare = spare.borrow_mut();
             if spare.len() < SPARE_PARTS_MAX {
@@ -285,11 +288,14 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
         Some(r) => RequestBody::h1(r.clone()),
         None => RequestBody::empty(),
     };
-    let head_bytes = io.read_buf.borrow_mut().split_to(head_len).freeze();
+    {
+        let mut buf = io.read_buf.borrow_mut();
+        unique(parts).finish(&buf[..head_len], Some(io.remote));
+        buf.advance(head_len);
+    }
     if io.write_buf.borrow().capacity() == 0 {
         *io.write_buf.borrow_mut() = worker.take_write_buf();
     }
-    unique(parts).finish(head_bytes, Some(io.remote));
     let req = Request::from_h1(parts.clone(), body);
 
     let mut response = match call(io, service, req).await {
