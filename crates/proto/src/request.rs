@@ -336,18 +336,24 @@ fn parse_clean(
             end: (pos + name_len) as u32,
         };
         pos += name_len + 1;
-        while matches!(buf.get(pos)?, b' ' | b'\t') {
-            pos += 1;
-        }
-        let value_start = pos;
+        // OWS, then the value up to CR. The OWS bytes pass the value scan, so it starts
+        // right after the colon and the OWS is stepped over inside what it found.
         let cr = pos + field_value_len(&buf[pos..])?;
         if *buf.get(cr + 1)? != b'\n' {
             return None;
         }
-        let mut value_end = cr;
-        while value_end > value_start && matches!(buf[value_end - 1], b' ' | b'\t') {
-            value_end -= 1;
-        }
+        let line = &buf[pos..cr];
+        let lead = line
+            .iter()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count();
+        let trail = line[lead..]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count();
+        let value_start = pos + lead;
+        let value_end = cr - trail;
         let value = Span {
             start: value_start as u32,
             end: value_end as u32,
