@@ -253,24 +253,35 @@ impl Framing {
                     }
                 }
             }
-            10 if eq_lower(name, b"connection") => {
-                // The usual values first; the list walk is for everything else.
-                if eq_lower(value, b"keep-alive") {
-                    self.keep_alive = true;
-                } else if eq_lower(value, b"close") {
-                    self.close = true;
-                } else {
-                    for token in list_elements(value) {
-                        self.close |= eq_lower(token, b"close");
-                        self.keep_alive |= eq_lower(token, b"keep-alive");
-                    }
-                }
-            }
+            10 if eq_lower(name, b"connection") => self.add_connection(value),
             14 if eq_lower(name, b"content-length") => self.add_content_length(value),
             17 if eq_lower(name, b"transfer-encoding") => {
                 self.te.get_or_insert_with(Default::default).add(value);
             }
             _ => {}
+        }
+    }
+
+    /// A field already known to be `Host` (the fast path matches a few names itself).
+    #[inline]
+    pub(crate) fn add_host(&mut self, value_span: Span) {
+        self.hosts += 1;
+        self.host = value_span;
+    }
+
+    /// A `Connection` field's value.
+    #[inline]
+    pub(crate) fn add_connection(&mut self, value: &[u8]) {
+        // The usual values first; the list walk is for everything else.
+        if eq_lower(value, b"keep-alive") {
+            self.keep_alive = true;
+        } else if eq_lower(value, b"close") {
+            self.close = true;
+        } else {
+            for token in list_elements(value) {
+                self.close |= eq_lower(token, b"close");
+                self.keep_alive |= eq_lower(token, b"keep-alive");
+            }
         }
     }
 

@@ -5,8 +5,9 @@ use std::mem::MaybeUninit;
 use http::{Method, Version};
 
 use crate::headers::{
-    classify_version, is_tchar, is_valid_host, offset, only_crlfs, scan_fields, skip_empty_lines,
-    span_of, spill_slots, walk_fields, Framing, TransferCodings, VersionClass, Walk,
+    classify_version, eq_lower, is_tchar, is_valid_host, offset, only_crlfs, scan_fields,
+    skip_empty_lines, span_of, spill_slots, walk_fields, Framing, TransferCodings, VersionClass,
+    Walk,
 };
 use crate::{find_header, BodyKind, HeaderSpan, HeaderSpans, Limits, ParseError, Span};
 
@@ -327,7 +328,11 @@ fn parse_clean(
             pos += 2;
             break;
         }
-        let name_len = field_name_len(&buf[pos..])?;
+        let known = known_name(&buf[pos..]);
+        let name_len = match known {
+            Some((len, _)) => len,
+            None => field_name_len(&buf[pos..])?,
+        };
         if head.headers.len() >= limits.max_headers {
             return None;
         }
@@ -359,11 +364,40 @@ fn parse_clean(
             end: value_end as u32,
         };
         head.headers.push(HeaderSpan { name, value });
-        framing.add(name.get(buf), value.get(buf), value);
+        match known {
+            Some((_, Known::Host)) => framing.add_host(value),
+            Some((_, Known::Connection)) => framing.add_connection(value.get(buf)),
+            Some((_, Known::Plain)) => {}
+            None => framing.add(name.get(buf), value.get(buf), value),
+        }
         pos = cr + 2;
     }
     head.head_len = pos;
     Some(apply_fields(head, buf, framing))
+}
+
+/// What [`known_name`] found.
+#[derive(Clone, Copy)]
+enum Known {
+    Host,
+    Connection,
+    /// A field that takes no part in framing.
+    Plain,
+}
+
+/// The fields of nearly every request, matched whole (name and colon) before the general
+/// name scan, and routed straight to their framing rule. Only names of letters alone: for
+/// those the case-folding compare ([`eq_lower`]) matches exactly the letters in either case.
+#[inline]
+fn known_name(s: &[u8]) -> Option<(usize, Known)> {
+    let (lower, known): (&[u8], Known) = match s.first()? | 0x20 {
+        b'h' => (b"host", Known::Host),
+        b'a' => (b"accept", Known::Plain),
+        b'c' => (b"connection", Known::Connection),
+        _ => return None,
+    };
+    let n = lower.len();
+    (s.get(n) == Some(&b':') && eq_lower(&s[..n], lower)).then_some((n, known))
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -659,6 +693,28 @@ mod tests {
                 "{:?}: {head:?}",
                 String::from_utf8_lossy(seed)
             );
+        }
+    }
+
+    #[test]
+    fn known_names_match_only_themselves() {
+        let known = |s: &[u8]| known_name(s).map(|(n, _)| n);
+        assert_eq!(known(b"Host: a"), Some(4));
+        assert_eq!(known(b"hOsT:a"), Some(4));
+        assert_eq!(known(b"ACCEPT: */*"), Some(6));
+        assert_eq!(known(b"Connection: close"), Some(10));
+        for other in [
+            &b"Host : a"[..],
+            b"Hostname: a",
+            b"Hos: a",
+            b"Host",
+            b"Acce\x10t: a",
+            b"Connectio\x0e: a",
+            b"Connection\x1a a",
+            b"Content-Length: 1",
+            b"X-Host: a",
+        ] {
+            assert_eq!(known(other), None, "{:?}", String::from_utf8_lossy(other));
         }
     }
 
