@@ -165,6 +165,7 @@ async fn process<S: Service>(
     next
 }
 
+/// The loop of [`process`], with the head every request of the batch is parsed into.
 async fn process_batch<S: Service>(
     io: &Rc<ConnIo>,
     service: &S,

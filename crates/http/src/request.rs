@@ -18,8 +18,9 @@ use crate::Error;
 
 /// An HTTP request as a handler sees it.
 ///
-/// The head is not copied out of the connection's read buffer: the request holds a shared,
-/// reference-counted slice of it, and byte ranges for the method, target and header fields.
+/// The head is parsed once, into a buffer the connection reuses from request to request: the
+/// request shares it (reference-counted) and holds byte ranges for the target and header
+/// fields, nothing is parsed into owned strings.
 /// Accessors return borrowed `&str`/`&[u8]`; extractors ([`Request::param`],
 /// [`Request::query`], [`Request::json`], ...) parse into your types and answer 400 with a
 /// message naming what was wrong.
