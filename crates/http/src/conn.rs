@@ -38,6 +38,8 @@ const FLUSH_AT: usize = 64 * 1024;
 const DIRECT_WRITE: usize = 16 * 1024;
 /// Least free space in the read buffer before a read.
 const MIN_READ: usize = 4 * 1024;
+/// Least capacity of a write buffer taken for a response.
+const MIN_WRITE: usize = 1024;
 /// Read size while reading a request body.
 const BODY_READ: usize = 64 * 1024;
 
@@ -295,7 +297,10 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
         buf.advance(head_len);
     }
     if io.write_buf.borrow().capacity() == 0 {
-        *io.write_buf.borrow_mut() = worker.take_write_buf();
+        let mut w = worker.take_write_buf();
+        // Room for a typical response head at once, not a chain of doubling reallocations.
+        w.reserve(MIN_WRITE);
+        *io.write_buf.borrow_mut() = w;
     }
     let req = Request::from_h1(parts.clone(), body);
 
@@ -681,6 +686,15 @@ impl ConnIo {
         self.worker.give_read_buf(read);
         let write = std::mem::take(&mut *self.write_buf.borrow_mut());
         self.worker.give_write_buf(write);
+    }
+}
+
+impl Drop for ConnIo {
+    /// A closed connection's buffers go back to the worker's pool too, not only an idle one's:
+    /// with a new connection per request, every connection would otherwise allocate and free
+    /// both.
+    fn drop(&mut self) {
+        self.release_buffers();
     }
 }
 
