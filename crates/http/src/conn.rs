@@ -38,6 +38,8 @@ const FLUSH_AT: usize = 64 * 1024;
 const DIRECT_WRITE: usize = 16 * 1024;
 /// Least free space in the read buffer before a read.
 const MIN_READ: usize = 4 * 1024;
+/// Room reserved before encoding a response head.
+const HEAD_RESERVE: usize = 256;
 /// Least capacity of a write buffer taken for a response.
 const MIN_WRITE: usize = 1024;
 /// Read size while reading a request body.
@@ -436,9 +438,13 @@ fn encode_head(
 ) {
     // We speak HTTP/1.1; a 1.0 client reads the same status line (RFC 9110 §6.2).
     let _ = version;
+    // One capacity check up front for a usual head, so the copies below only copy.
+    w.reserve(HEAD_RESERVE);
     worker.write_head_start(w, response.status);
     if let Some(ct) = &response.content_type {
-        volt_proto::write_header(w, b"Content-Type", ct.as_bytes());
+        w.extend_from_slice(b"Content-Type: ");
+        w.extend_from_slice(ct.as_bytes());
+        w.extend_from_slice(b"\r\n");
     }
     for (name, value) in &response.headers {
         if is_managed(name) {
