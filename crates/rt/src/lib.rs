@@ -66,5 +66,6 @@ pub mod time;
 pub use blocking::spawn_blocking;
 pub use channel::{channel, Receiver, SendError, Sender};
 pub use executor::{spawn, yield_now};
+pub use reactor::IoBackend;
 pub use runtime::{block_on, spawn_on, worker_index, Builder, Handle, Runtime, Stopped};
 pub use task::{JoinError, JoinHandle};

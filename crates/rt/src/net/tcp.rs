@@ -76,7 +76,7 @@ impl ListenOptions {
 
     fn bind_one(&self, addr: SocketAddr) -> io::Result<TcpListener> {
         Ok(TcpListener {
-            source: Source::new(self.bind_fd(addr)?)?,
+            source: Source::listener(self.bind_fd(addr)?)?,
         })
     }
 
@@ -124,7 +124,7 @@ impl TcpListener {
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
         Ok(TcpListener {
-            source: Source::new(OwnedFd::from(listener))?,
+            source: Source::listener(OwnedFd::from(listener))?,
         })
     }
 
