@@ -46,7 +46,13 @@ const BUF_SIZE: usize = 4096;
 const BUF_ENTRIES: u16 = 1024;
 const BUF_GROUP: u16 = 0;
 /// A starved receive (`ENOBUFS`) is re-armed once this many buffers are back in the ring.
-const REARM_FREE: usize = BUF_ENTRIES as usize / 4;
+const REARM_FREE: usize = 64;
+/// Received buffers a stream may hold before its receive is cancelled (re-armed when its reader
+/// has emptied them): a reader that stops reading leaves the rest in the kernel's socket buffer,
+/// under TCP flow control, instead of draining the shared ring.
+const MAX_HELD: usize = 16;
+/// The scratch buffer a starved stream reads through (`read` syscalls, as on epoll).
+const SCRATCH_SIZE: usize = 16 * 1024;
 /// Bytes a stream may have queued for sending before writes wait.
 const SEND_LIMIT: usize = 256 * 1024;
 const SQ_ENTRIES: u32 = 1024;
@@ -101,9 +107,14 @@ struct Slot {
     in_flight: u8,
     poll_armed: bool,
     recv_armed: bool,
-    /// The last receive ended with `ENOBUFS`; re-armed by [`State::rearm_starved`].
+    /// A cancellation of the receive is on its way.
+    recv_cancelling: bool,
+    /// The last receive ended with `ENOBUFS`: until [`State::rearm_starved`] re-arms it, reads
+    /// are `read` syscalls and readiness a poll, as on epoll.
     starved: bool,
     received: VecDeque<Chunk>,
+    /// Bytes a starved read took and its caller had no room for; read before `received`.
+    spill: Vec<u8>,
     /// How the stream ended: 0 for end of stream, else an errno. Reads see it after `received`.
     recv_end: Option<i32>,
     /// Bytes written and not yet handed to the kernel.
@@ -120,6 +131,10 @@ struct Slot {
 }
 
 impl Slot {
+    fn has_data(&self) -> bool {
+        !self.received.is_empty() || !self.spill.is_empty() || self.recv_end.is_some()
+    }
+
     fn queued(&self) -> usize {
         self.unsent.len() + self.sending.len() - self.sent
     }
@@ -248,6 +263,7 @@ struct State {
     /// Streams with unsent bytes and no send in flight, sent at the end of the loop turn.
     to_send: Vec<usize>,
     starved: Vec<usize>,
+    scratch: Vec<u8>,
     notifier_fd: RawFd,
     notified: bool,
     completions: Vec<(u64, i32, u32)>,
@@ -292,6 +308,7 @@ impl Reactor {
             in_flight: 0,
             to_send: Vec::with_capacity(256),
             starved: Vec::new(),
+            scratch: vec![0; SCRATCH_SIZE],
             notifier_fd: notifier.as_fd().as_raw_fd(),
             notified: false,
             completions: Vec::with_capacity(CQ_ENTRIES as usize),
@@ -315,8 +332,10 @@ impl Reactor {
             in_flight: 0,
             poll_armed: false,
             recv_armed: false,
+            recv_cancelling: false,
             starved: false,
             received: VecDeque::new(),
+            spill: Vec::new(),
             recv_end: None,
             unsent: Vec::new(),
             sending: Vec::new(),
@@ -372,9 +391,16 @@ impl Reactor {
         let slot = &mut st.sources[token];
         let ready = match (slot.kind, dir) {
             (Kind::Readiness, _) => slot.ready & (dir.bit() | dir.closed_bit()) != 0,
+            (Kind::Stream, Direction::Read) if slot.starved => {
+                let ready = slot.has_data() || slot.ready & READABLE != 0;
+                if !ready && !slot.poll_armed {
+                    st.arm_poll(token, PollFlags::IN, false);
+                }
+                ready
+            }
             (Kind::Stream, Direction::Read) => {
-                let ready = !slot.received.is_empty() || slot.recv_end.is_some();
-                if !ready && !slot.recv_armed && !slot.starved {
+                let ready = slot.has_data();
+                if !ready && !slot.recv_armed {
                     st.arm_recv(token);
                 }
                 ready
@@ -417,20 +443,29 @@ impl Reactor {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let slot = &mut st.sources[token];
+        if !slot.spill.is_empty() {
+            let n = sink(&slot.spill);
+            slot.spill.drain(..n);
+            if !slot.spill.is_empty() || slot.received.is_empty() {
+                return Poll::Ready(Ok(n));
+            }
+        }
         if slot.received.is_empty() {
-            return match slot.recv_end {
-                Some(0) => Poll::Ready(Ok(0)),
-                Some(errno) => Poll::Ready(Err(io::Error::from_raw_os_error(errno))),
-                None => {
-                    if !slot.recv_armed && !slot.starved {
-                        st.arm_recv(token);
+            match slot.recv_end {
+                Some(0) => return Poll::Ready(Ok(0)),
+                Some(errno) => return Poll::Ready(Err(io::Error::from_raw_os_error(errno))),
+                None if slot.starved => {
+                    if let Poll::Ready(result) = st.read_starved(token, sink) {
+                        return Poll::Ready(result);
                     }
-                    if let Some(cx) = cx {
-                        store_waker(&mut st.sources[token].reader, cx);
-                    }
-                    Poll::Pending
                 }
-            };
+                None if !slot.recv_armed => st.arm_recv(token),
+                None => {}
+            }
+            if let Some(cx) = cx {
+                store_waker(&mut st.sources[token].reader, cx);
+            }
+            return Poll::Pending;
         }
         let mut total = 0;
         while let Some(chunk) = slot.received.front_mut() {
@@ -654,9 +689,44 @@ impl State {
         unsafe { self.push(sqe, true) };
     }
 
+    /// A read on a starved stream: a `read` syscall through the scratch buffer, and a poll for
+    /// readiness when there is nothing.
+    fn read_starved(
+        &mut self,
+        token: usize,
+        sink: &mut dyn FnMut(&[u8]) -> usize,
+    ) -> Poll<io::Result<usize>> {
+        let slot = &mut self.sources[token];
+        // SAFETY: the slot's descriptor is open while its owner, who is reading, holds it.
+        let fd = unsafe { BorrowedFd::borrow_raw(slot.fd) };
+        match rustix::io::read(fd, &mut self.scratch[..]) {
+            Ok(0) => {
+                slot.recv_end = Some(0);
+                Poll::Ready(Ok(0))
+            }
+            Ok(n) => {
+                let taken = sink(&self.scratch[..n]);
+                slot.spill.extend_from_slice(&self.scratch[taken..n]);
+                Poll::Ready(Ok(taken))
+            }
+            Err(Errno::AGAIN) | Err(Errno::INTR) => {
+                slot.ready &= !READABLE;
+                if !slot.poll_armed {
+                    self.arm_poll(token, PollFlags::IN, false);
+                }
+                Poll::Pending
+            }
+            Err(e) => {
+                slot.recv_end = Some(e.raw_os_error());
+                Poll::Ready(Err(e.into()))
+            }
+        }
+    }
+
     fn arm_recv(&mut self, token: usize) {
         let slot = &mut self.sources[token];
         slot.recv_armed = true;
+        slot.recv_cancelling = false;
         slot.in_flight += 1;
         let sqe = opcode::RecvMulti::new(types::Fd(slot.fd), BUF_GROUP)
             .build()
@@ -785,8 +855,9 @@ impl State {
                             self.arm_poll(token, PollFlags::IN | PollFlags::OUT, true);
                         }
                     }
-                    // The handshake ended (or failed: the connect reads `SO_ERROR`).
-                    Kind::Stream => slot.ready |= WRITABLE,
+                    // The handshake ended (or failed: the connect reads `SO_ERROR`), or a starved
+                    // stream has something to read.
+                    Kind::Stream => slot.ready |= READABLE | WRITABLE,
                 }
                 let slot = &mut self.sources[token];
                 self.to_wake.extend(slot.reader.take());
@@ -804,6 +875,10 @@ impl State {
                             start: 0,
                             end: result as u32,
                         });
+                        if slot.received.len() >= MAX_HELD && !last && !slot.recv_cancelling {
+                            slot.recv_cancelling = true;
+                            self.cancel(token, OP_RECV);
+                        }
                     } else {
                         self.bufs.give_back(buf);
                     }
