@@ -54,6 +54,17 @@ impl IoBackend {
         }
     }
 
+    /// What a runtime built without [`Builder::io_backend`](crate::Builder::io_backend) uses
+    /// (`VOLT_IO`, else the probe), for a start-up line such as `listening on … (io_uring)`.
+    /// volt-rt itself prints nothing: a library writing to stderr on its own is noise in its
+    /// users' logs, so the binaries say it.
+    ///
+    /// # Panics
+    /// As [`Builder::build`](crate::Builder::build): `VOLT_IO=uring` without io_uring.
+    pub fn auto() -> IoBackend {
+        IoBackend::resolve(None)
+    }
+
     /// `"epoll"` or `"io_uring"`.
     pub fn name(self) -> &'static str {
         match self {
