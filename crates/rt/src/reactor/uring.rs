@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::mem::ManuallyDrop;
 use std::net::Shutdown;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::task::{Context, Poll, Waker};
@@ -62,8 +62,9 @@ const CQ_ENTRIES: u32 = 8192;
 const OP_POLL: u64 = 0;
 const OP_RECV: u64 = 1;
 const OP_SEND: u64 = 2;
-/// Cancellations: their completions are not counted or handled.
+/// Cancellations and closes: their completions are not counted or handled.
 const OP_CANCEL: u64 = 3;
+const OP_CLOSE: u64 = 4;
 const NOTIFIER_TOKEN: u64 = u64::MAX >> 3;
 
 fn user_data(token: usize, op: u64) -> u64 {
@@ -810,7 +811,7 @@ impl State {
 
     fn complete_one(&mut self, data: u64, result: i32, flags: u32) {
         let (token, op) = ((data >> 3) as usize, data & 7);
-        if op == OP_CANCEL {
+        if op == OP_CANCEL || op == OP_CLOSE {
             return;
         }
         let last = !cqueue::more(flags);
@@ -926,7 +927,14 @@ impl State {
         let slot = &self.sources[token];
         if slot.owned.is_some() && slot.in_flight == 0 && !slot.send_queued {
             let slot = self.sources.remove(token);
-            drop(slot);
+            if let Some(fd) = slot.owned {
+                // Closed by the ring with the next submit: one syscall fewer per connection.
+                let sqe = opcode::Close::new(types::Fd(fd.into_raw_fd()))
+                    .build()
+                    .user_data(user_data(0, OP_CLOSE));
+                // SAFETY: a close points at no memory; the descriptor is ours and unused after.
+                unsafe { self.push(sqe, false) };
+            }
         }
     }
 }
@@ -941,6 +949,7 @@ impl Drop for Reactor {
             .user_data(user_data(0, OP_CANCEL));
         // SAFETY: a cancellation points at no memory.
         unsafe { st.push(sqe, false) };
+        let _ = st.ring.submit(); // also the closes queued last
         for _ in 0..1000 {
             if st.in_flight == 0 {
                 break;
@@ -956,7 +965,7 @@ impl Drop for Reactor {
             }
             for cqe in st.ring.completion() {
                 let (token, op) = ((cqe.user_data() >> 3) as usize, cqe.user_data() & 7);
-                if op == OP_CANCEL {
+                if op == OP_CANCEL || op == OP_CLOSE {
                     continue;
                 }
                 if !cqueue::more(cqe.flags()) {
