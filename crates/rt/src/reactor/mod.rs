@@ -127,9 +127,10 @@ const WRITE_CLOSED: u8 = 8;
 
 /// What a registered descriptor is, which decides how io_uring drives it (epoll treats both
 /// alike).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum Kind {
     /// Readiness only; the caller makes the syscalls (listeners).
+    #[default]
     Readiness,
     /// A connected stream socket: reads and writes go through the reactor's buffers.
     Stream,

@@ -95,6 +95,7 @@ struct Chunk {
 }
 
 /// A registered descriptor.
+#[derive(Default)]
 struct Slot {
     fd: RawFd,
     kind: Kind,
@@ -326,25 +327,8 @@ impl Reactor {
         let token = st.sources.insert(Slot {
             fd: fd.as_raw_fd(),
             kind,
-            owned: None,
             ready,
-            reader: None,
-            writer: None,
-            in_flight: 0,
-            poll_armed: false,
-            recv_armed: false,
-            recv_cancelling: false,
-            starved: false,
-            received: VecDeque::new(),
-            spill: Vec::new(),
-            recv_end: None,
-            unsent: Vec::new(),
-            sending: Vec::new(),
-            sent: 0,
-            send_armed: false,
-            send_queued: false,
-            send_error: None,
-            shutdown_write: false,
+            ..Slot::default()
         });
         match kind {
             // Like an edge-triggered epoll registration: one multishot poll for both directions.
