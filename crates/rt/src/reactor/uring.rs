@@ -551,7 +551,8 @@ impl Reactor {
                 let wait = deadline.saturating_duration_since(Instant::now());
                 if wait.is_zero() {
                     let sq = st.ring.submission();
-                    let idle = sq.is_empty() && !sq.taskrun();
+                    // Deferred completions and an overflowed CQ both need an enter.
+                    let idle = sq.is_empty() && !sq.taskrun() && !sq.cq_overflow();
                     drop(sq);
                     if idle && st.ring.completion().is_empty() {
                         Ok(0)
