@@ -280,3 +280,24 @@ fn io_backend_can_be_forced() {
         }
     });
 }
+
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn accept_reports_the_peer_address() {
+    // On io_uring the accept writes the address into the reactor's buffer: IPv4 and IPv6 both.
+    guard(|| {
+        block_on(async {
+            for host in ["127.0.0.1:0", "[::1]:0"] {
+                let Ok(listener) = TcpListener::bind(host) else {
+                    continue; // no IPv6 loopback here
+                };
+                let client = TcpStream::connect(listener.local_addr().unwrap())
+                    .await
+                    .unwrap();
+                let (server, peer) = listener.accept().await.unwrap();
+                assert_eq!(peer, client.local_addr().unwrap());
+                assert_eq!(server.peer_addr().unwrap(), peer);
+            }
+        });
+    });
+}

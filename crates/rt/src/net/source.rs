@@ -46,10 +46,25 @@ impl Source {
         Self::register(fd, READABLE | WRITABLE, Kind::Readiness)
     }
 
+    /// Registers a TCP listener: see [`Source::poll_accept`].
+    pub(crate) fn tcp_listener(fd: OwnedFd) -> io::Result<Source> {
+        Self::register(fd, READABLE | WRITABLE, Kind::Acceptor)
+    }
+
+    /// Accepts through the ring (a TCP listener on io_uring); `None` on epoll, where the caller
+    /// accepts on readiness.
+    pub(crate) fn poll_accept(
+        &self,
+        cx: &Context<'_>,
+    ) -> Option<Poll<io::Result<(OwnedFd, std::net::SocketAddr)>>> {
+        self.uring
+            .then(|| self.with_uring(|r| r.poll_accept(self.token, cx)))
+    }
+
     fn register(fd: OwnedFd, ready: u8, kind: Kind) -> io::Result<Source> {
         let (token, worker, uring) = with_core(|core| {
             let token = core.reactor.register(fd.as_fd(), ready, kind)?;
-            let uring = kind == Kind::Stream && matches!(core.reactor, Reactor::Uring(_));
+            let uring = kind != Kind::Readiness && matches!(core.reactor, Reactor::Uring(_));
             Ok::<_, io::Error>((token, core.shared.uid, uring))
         })?;
         Ok(Source {

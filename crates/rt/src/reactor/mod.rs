@@ -134,6 +134,8 @@ pub(crate) enum Kind {
     Readiness,
     /// A connected stream socket: reads and writes go through the reactor's buffers.
     Stream,
+    /// A TCP listener: on io_uring, accepts go through the ring with the peer's address.
+    Acceptor,
 }
 
 /// Wakes a worker blocked in the reactor from any thread (an eventfd).

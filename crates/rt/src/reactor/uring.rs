@@ -26,8 +26,8 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::mem::ManuallyDrop;
-use std::net::Shutdown;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
+use std::net::{Shutdown, SocketAddr, SocketAddrV6};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::task::{Context, Poll, Waker};
@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use rustix::event::PollFlags;
 use rustix::io::Errno;
+use rustix::net::AddressFamily;
 use slab::Slab;
 
 use super::{Direction, Kind, Notifier, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
@@ -65,6 +66,7 @@ const OP_SEND: u64 = 2;
 /// Cancellations and closes: their completions are not counted or handled.
 const OP_CANCEL: u64 = 3;
 const OP_CLOSE: u64 = 4;
+const OP_ACCEPT: u64 = 5;
 const NOTIFIER_TOKEN: u64 = u64::MAX >> 3;
 
 fn user_data(token: usize, op: u64) -> u64 {
@@ -130,6 +132,41 @@ struct Slot {
     send_error: Option<i32>,
     /// `shutdown(Write)` asked for while bytes were queued: done once they are sent.
     shutdown_write: bool,
+    /// [`Kind::Acceptor`]: one accept in flight, writing the peer's address into `peer` (boxed,
+    /// so it stays put while the slab grows), and what it accepted.
+    accept_armed: bool,
+    peer: Option<Box<PeerAddr>>,
+    accepted: VecDeque<io::Result<(OwnedFd, SocketAddr)>>,
+}
+
+/// A `sockaddr_storage` and its length, written by an accept.
+struct PeerAddr {
+    addr: [u8; 128],
+    len: u32,
+}
+
+/// The `SocketAddr` in an accept's `sockaddr` (`sockaddr_in` or `sockaddr_in6`).
+fn socket_addr(raw: &[u8]) -> io::Result<SocketAddr> {
+    let family =
+        |f: AddressFamily| raw.len() >= 2 && u16::from_ne_bytes([raw[0], raw[1]]) == f.as_raw();
+    let u32_at = |at: usize| u32::from_ne_bytes(raw[at..at + 4].try_into().expect("4 bytes"));
+    if family(AddressFamily::INET) && raw.len() >= 8 {
+        let ip: [u8; 4] = raw[4..8].try_into().expect("4 bytes");
+        Ok(SocketAddr::from((ip, u16::from_be_bytes([raw[2], raw[3]]))))
+    } else if family(AddressFamily::INET6) && raw.len() >= 28 {
+        let ip: [u8; 16] = raw[8..24].try_into().expect("16 bytes");
+        let port = u16::from_be_bytes([raw[2], raw[3]]);
+        Ok(SocketAddr::V6(SocketAddrV6::new(
+            ip.into(),
+            port,
+            u32_at(4),
+            u32_at(24),
+        )))
+    } else {
+        Err(io::Error::other(
+            "accepted socket without an IP peer address",
+        ))
+    }
 }
 
 impl Slot {
@@ -335,7 +372,7 @@ impl Reactor {
             Kind::Readiness => st.arm_poll(token, PollFlags::IN | PollFlags::OUT, true),
             // A connecting stream: one poll for the end of the handshake.
             Kind::Stream if ready & WRITABLE == 0 => st.arm_poll(token, PollFlags::OUT, false),
-            Kind::Stream => {}
+            Kind::Stream | Kind::Acceptor => {}
         }
         Ok(token)
     }
@@ -344,11 +381,16 @@ impl Reactor {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let slot = &mut st.sources[token];
-        if slot.kind == Kind::Readiness {
-            // A listener: its poll holds the socket open until the cancellation is processed
-            // (next loop turn), but a dropped listener must refuse connections now.
+        if slot.kind != Kind::Stream {
+            // A listener: its poll or accept holds the socket open until the cancellation is
+            // processed (next loop turn), but a dropped listener must refuse connections now.
             let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Both);
         }
+        slot.accepted.clear();
+        if slot.accept_armed {
+            st.cancel(token, OP_ACCEPT);
+        }
+        let slot = &mut st.sources[token];
         slot.owned = Some(fd);
         let (reader, writer) = (slot.reader.take(), slot.writer.take());
         for chunk in std::mem::take(&mut slot.received) {
@@ -376,6 +418,7 @@ impl Reactor {
         let slot = &mut st.sources[token];
         let ready = match (slot.kind, dir) {
             (Kind::Readiness, _) => slot.ready & (dir.bit() | dir.closed_bit()) != 0,
+            (Kind::Acceptor, _) => !slot.accepted.is_empty(),
             (Kind::Stream, Direction::Read) if slot.starved => {
                 let ready = slot.has_data() || slot.ready & READABLE != 0;
                 if !ready && !slot.poll_armed {
@@ -413,6 +456,27 @@ impl Reactor {
         let slot = &mut st.sources[token];
         if slot.kind == Kind::Readiness {
             slot.ready &= !dir.bit();
+        }
+    }
+
+    /// The next accepted connection. One accept is kept in flight, so the next connection is
+    /// taken by the kernel while this one is served.
+    pub(crate) fn poll_accept(
+        &self,
+        token: usize,
+        cx: &Context<'_>,
+    ) -> Poll<io::Result<(OwnedFd, SocketAddr)>> {
+        let mut st = self.state.borrow_mut();
+        let accepted = st.sources[token].accepted.pop_front();
+        if !st.sources[token].accept_armed {
+            st.arm_accept(token);
+        }
+        match accepted {
+            Some(accepted) => Poll::Ready(accepted),
+            None => {
+                store_waker(&mut st.sources[token].reader, cx);
+                Poll::Pending
+            }
         }
     }
 
@@ -709,6 +773,31 @@ impl State {
         }
     }
 
+    fn arm_accept(&mut self, token: usize) {
+        let slot = &mut self.sources[token];
+        slot.accept_armed = true;
+        slot.in_flight += 1;
+        let peer = slot.peer.get_or_insert_with(|| {
+            Box::new(PeerAddr {
+                addr: [0; 128],
+                len: 0,
+            })
+        });
+        peer.len = peer.addr.len() as u32;
+        let flags = rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC;
+        let sqe = opcode::Accept::new(
+            types::Fd(slot.fd),
+            peer.addr.as_mut_ptr().cast(),
+            &mut peer.len,
+        )
+        .flags(flags.bits() as i32)
+        .build()
+        .user_data(user_data(token, OP_ACCEPT));
+        // SAFETY: `peer` is boxed in the slot, which outlives the accept (`maybe_close`,
+        // `Reactor::drop`), and is read only after its completion.
+        unsafe { self.push(sqe, true) };
+    }
+
     fn arm_recv(&mut self, token: usize) {
         let slot = &mut self.sources[token];
         slot.recv_armed = true;
@@ -843,7 +932,7 @@ impl State {
                     }
                     // The handshake ended (or failed: the connect reads `SO_ERROR`), or a starved
                     // stream has something to read.
-                    Kind::Stream => slot.ready |= READABLE | WRITABLE,
+                    Kind::Stream | Kind::Acceptor => slot.ready |= READABLE | WRITABLE,
                 }
                 let slot = &mut self.sources[token];
                 self.to_wake.extend(slot.reader.take());
@@ -901,6 +990,24 @@ impl State {
                 }
                 let slot = &mut self.sources[token];
                 self.to_wake.extend(slot.writer.take());
+            }
+            OP_ACCEPT => {
+                slot.accept_armed = false;
+                if result >= 0 {
+                    // SAFETY: the kernel returned a new descriptor that nothing else owns.
+                    let fd = unsafe { OwnedFd::from_raw_fd(result) };
+                    let peer = slot.peer.as_ref().expect("an accept's address buffer");
+                    let len = (peer.len as usize).min(peer.addr.len());
+                    if !dropped {
+                        let accepted = socket_addr(&peer.addr[..len]).map(|addr| (fd, addr));
+                        slot.accepted.push_back(accepted);
+                    }
+                } else if result != -libc_errno::ECANCELED && !dropped {
+                    let error = io::Error::from_raw_os_error(-result);
+                    slot.accepted.push_back(Err(error));
+                }
+                let slot = &mut self.sources[token];
+                self.to_wake.extend(slot.reader.take());
             }
             _ => unreachable!("unknown operation in user_data {data:#x}"),
         }
