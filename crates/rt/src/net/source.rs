@@ -156,6 +156,9 @@ impl Source {
     // Stream I/O shared by TCP and Unix streams.
 
     pub(crate) fn poll_read(&self, cx: &Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        if self.uring && buf.is_empty() {
+            return Poll::Ready(Ok(0)); // as `read(2)` with no room
+        }
         if self.uring {
             let mut filled = 0;
             return self.poll_recv(Some(cx), &mut |bytes| {

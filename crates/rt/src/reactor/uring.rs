@@ -1063,8 +1063,8 @@ impl Drop for Reactor {
                 if !cqueue::more(cqe.flags()) {
                     st.in_flight -= 1;
                 }
-                if op == OP_SEND && cqe.result() > 0 {
-                    st.sources[token].sent += cqe.result() as usize;
+                if let (OP_SEND, Some(slot)) = (op, st.sources.get_mut(token)) {
+                    slot.sent += cqe.result().max(0) as usize;
                 }
             }
         }
