@@ -11,7 +11,10 @@ fn main() {
         .workers(workers)
         .build()
         .unwrap();
-    eprintln!("pingpong: listening on {addr} with {workers} worker(s)");
+    eprintln!(
+        "pingpong: listening on {addr} with {workers} worker(s), on {}",
+        rt.handle().io_backend()
+    );
     rt.run(|_| {
         let addr = addr.clone();
         async move {

@@ -15,7 +15,10 @@ fn main() {
         .workers(workers)
         .build()
         .unwrap();
-    eprintln!("tinyhttp: listening on {addr} with {workers} worker(s)");
+    eprintln!(
+        "tinyhttp: listening on {addr} with {workers} worker(s), on {}",
+        rt.handle().io_backend()
+    );
     rt.run(|_| {
         let addr = addr.clone();
         async move {

@@ -213,7 +213,7 @@ impl Core {
         shared: Arc<Shared>,
         runtime: Arc<RuntimeShared>,
     ) -> std::io::Result<Core> {
-        let reactor = Reactor::new(&shared.notifier)?;
+        let reactor = Reactor::new(runtime.io_backend, &shared.notifier)?;
         Ok(Core {
             index,
             shared,

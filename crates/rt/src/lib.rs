@@ -1,4 +1,5 @@
-//! A small thread-per-core async runtime: one executor and one epoll reactor per worker thread.
+//! A small thread-per-core async runtime: one executor and one reactor (io_uring or epoll) per
+//! worker thread.
 //!
 //! # Overview
 //!
@@ -17,6 +18,8 @@
 //!   `AsyncRead`/`AsyncWrite`, so crates such as `h2` and `tokio-rustls` run on them.
 //! - [`signal::shutdown_signal`] completes on SIGINT/SIGTERM; [`Handle::stop`] asks every
 //!   worker's main future to wind down through [`Handle::stopped`].
+//! - [`IoBackend`]: io_uring where the kernel allows it, else epoll; forced with
+//!   [`Builder::io_backend`] or `VOLT_IO=epoll|uring`, reported by [`Handle::io_backend`].
 //!
 //! # Example
 //!
@@ -47,10 +50,13 @@
 //!
 //! # Layout
 //!
-//! `executor` (tasks, run queue, the loop), `task` (join handles), `reactor` (epoll),
+//! `executor` (tasks, run queue, the loop), `task` (join handles), `reactor` (the backend
+//! choice; `reactor/epoll.rs`, `reactor/uring.rs`),
 //! `time`, `net`, `blocking`, `channel`, `signal`, `runtime` (workers and the builder).
-//! The only `unsafe` is the pin projection in `task.rs` and the `set_len` after a read into a
-//! `BytesMut`'s spare capacity in `net/source.rs`; syscalls go through `rustix`.
+//! `unsafe` is the pin projection in `task.rs`, the `set_len` after a read into a `BytesMut`'s
+//! spare capacity and the fd hand-over on drop in `net/source.rs`, and the io_uring driver
+//! (`reactor/uring.rs`: SQEs, the provided-buffer ring). Syscalls go through `rustix` and the
+//! `io-uring` crate.
 
 mod blocking;
 mod channel;
@@ -66,5 +72,6 @@ pub mod time;
 pub use blocking::spawn_blocking;
 pub use channel::{channel, Receiver, SendError, Sender};
 pub use executor::{spawn, yield_now};
+pub use reactor::IoBackend;
 pub use runtime::{block_on, spawn_on, worker_index, Builder, Handle, Runtime, Stopped};
 pub use task::{JoinError, JoinHandle};

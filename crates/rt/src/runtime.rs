@@ -10,6 +10,7 @@ use std::task::{Context, Poll, Waker};
 use slab::Slab;
 
 use crate::executor::{run_core, with_core, Core, Shared};
+use crate::reactor::IoBackend;
 use crate::task::{Completion, JoinHandle, JoinState};
 
 /// Configures a [`Runtime`].
@@ -19,6 +20,7 @@ pub struct Builder {
     pin_to_cores: bool,
     thread_name: String,
     max_blocking_threads: Option<usize>,
+    io_backend: Option<IoBackend>,
 }
 
 impl Builder {
@@ -46,7 +48,18 @@ impl Builder {
         self
     }
 
+    /// The kernel I/O interface (default: `VOLT_IO` if set, else io_uring where the kernel
+    /// allows it, else epoll). See [`IoBackend`] and [`Handle::io_backend`].
+    pub fn io_backend(mut self, backend: IoBackend) -> Self {
+        self.io_backend = Some(backend);
+        self
+    }
+
     /// Creates the runtime. Worker threads start when [`Runtime::run`] is called.
+    ///
+    /// # Panics
+    /// If io_uring is asked for (by [`Builder::io_backend`] or `VOLT_IO=uring`) and the kernel
+    /// does not allow it.
     pub fn build(self) -> io::Result<Runtime> {
         if let Some(n) = self.max_blocking_threads {
             crate::blocking::set_max_threads(n);
@@ -55,7 +68,7 @@ impl Builder {
             .map(|_| Shared::new())
             .collect::<io::Result<Vec<_>>>()?;
         Ok(Runtime {
-            shared: RuntimeShared::new(workers),
+            shared: RuntimeShared::new(workers, IoBackend::resolve(self.io_backend)),
             pin_to_cores: self.pin_to_cores,
             thread_name: self.thread_name,
         })
@@ -84,6 +97,7 @@ pub(crate) struct RuntimeShared {
     workers: Vec<Arc<Shared>>,
     stopped: AtomicBool,
     stop_waiters: Mutex<Slab<Waker>>,
+    pub(crate) io_backend: IoBackend,
 }
 
 impl std::fmt::Debug for RuntimeShared {
@@ -91,14 +105,16 @@ impl std::fmt::Debug for RuntimeShared {
         f.debug_struct("RuntimeShared")
             .field("workers", &self.workers.len())
             .field("stopped", &self.stopped.load(Ordering::Relaxed))
+            .field("io_backend", &self.io_backend)
             .finish()
     }
 }
 
 impl RuntimeShared {
-    pub(crate) fn new(workers: Vec<Arc<Shared>>) -> Arc<RuntimeShared> {
+    pub(crate) fn new(workers: Vec<Arc<Shared>>, io_backend: IoBackend) -> Arc<RuntimeShared> {
         Arc::new(RuntimeShared {
             workers,
+            io_backend,
             stopped: AtomicBool::new(false),
             stop_waiters: Mutex::new(Slab::new()),
         })
@@ -117,6 +133,7 @@ impl Runtime {
             pin_to_cores: false,
             thread_name: "volt-worker".into(),
             max_blocking_threads: None,
+            io_backend: None,
         }
     }
 
@@ -151,7 +168,7 @@ impl Runtime {
                                 pin_current_thread(cpu);
                             }
                             let core = Core::new(index, shared.clone(), runtime)
-                                .expect("creating the worker's epoll instance");
+                                .expect("creating the worker's reactor");
                             run_core(core, f(index))
                         })
                         .expect("spawning a worker thread")
@@ -184,8 +201,8 @@ impl Runtime {
 /// ```
 pub fn block_on<F: Future>(future: F) -> F::Output {
     let shared = Shared::new().expect("creating an eventfd");
-    let runtime = RuntimeShared::new(vec![shared.clone()]);
-    let core = Core::new(0, shared, runtime).expect("creating an epoll instance");
+    let runtime = RuntimeShared::new(vec![shared.clone()], IoBackend::resolve(None));
+    let core = Core::new(0, shared, runtime).expect("creating the reactor");
     run_core(core, future)
 }
 
@@ -220,6 +237,12 @@ impl Handle {
         with_core(|core| Handle {
             shared: core.runtime.clone(),
         })
+    }
+
+    /// The kernel I/O interface the workers use, chosen when the runtime was built. Servers
+    /// print it at start-up; the library itself does not write to stderr.
+    pub fn io_backend(&self) -> IoBackend {
+        self.shared.io_backend
     }
 
     /// The number of workers.

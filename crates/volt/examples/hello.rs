@@ -38,6 +38,10 @@ fn main() -> std::io::Result<()> {
         .route("/echo", post(echo))
         .state(Stats::default());
     let server = Server::bind("127.0.0.1:8080")?;
-    println!("listening on http://{}", server.local_addr());
+    println!(
+        "listening on http://{} (I/O: {})",
+        server.local_addr(),
+        volt::rt::IoBackend::auto()
+    );
     server.serve(app)
 }

@@ -44,8 +44,9 @@ fn main() -> std::io::Result<()> {
         );
     let server = Server::bind(addr.as_str())?.workers(workers);
     eprintln!(
-        "techempower: http://{} with {workers} worker(s)",
-        server.local_addr()
+        "techempower: http://{} with {workers} worker(s), on {}",
+        server.local_addr(),
+        volt::rt::IoBackend::auto()
     );
     server.serve(app)
 }

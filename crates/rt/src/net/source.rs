@@ -4,17 +4,24 @@
 use std::future::poll_fn;
 use std::io::{self, IoSlice};
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::net::Shutdown;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::task::{Context, Poll};
 
 use crate::executor::{try_with_core, with_core};
-use crate::reactor::{Direction, Reactor, READABLE, WRITABLE};
+use crate::reactor::{uring, Direction, Kind, Reactor, READABLE, WRITABLE};
 
 /// An fd plus its reactor token. `!Send`: the registration belongs to this worker.
+///
+/// On epoll the stream methods make the syscalls themselves; on io_uring a stream's reads and
+/// writes go through the reactor's buffers (`uring`), and only listeners use readiness.
 pub(crate) struct Source {
-    fd: OwnedFd,
+    /// Handed to the reactor on drop (io_uring closes it once nothing is in flight on it).
+    fd: ManuallyDrop<OwnedFd>,
     token: usize,
+    /// A stream on an io_uring reactor.
+    uring: bool,
     /// The uid of the worker whose reactor issued `token`. `!Send` keeps a source on its
     /// thread, but not inside the `block_on` that created it: in a later one on the same thread
     /// the token would name another socket's registration.
@@ -23,22 +30,67 @@ pub(crate) struct Source {
 }
 
 impl Source {
-    /// Registers `fd` (already non-blocking), assuming it is ready both ways until told otherwise.
+    /// Registers a connected stream (already non-blocking), assuming it is ready both ways
+    /// until told otherwise.
     pub(crate) fn new(fd: OwnedFd) -> io::Result<Source> {
-        Self::with_readiness(fd, READABLE | WRITABLE)
+        Self::register(fd, READABLE | WRITABLE, Kind::Stream)
     }
 
+    /// Registers a stream that is still connecting (`ready`: [`READABLE`]).
     pub(crate) fn with_readiness(fd: OwnedFd, ready: u8) -> io::Result<Source> {
-        let (token, worker) = with_core(|core| {
-            let token = core.reactor.register(fd.as_fd(), ready)?;
-            Ok::<_, io::Error>((token, core.shared.uid))
+        Self::register(fd, ready, Kind::Stream)
+    }
+
+    /// Registers a listener: readiness only, on either driver.
+    pub(crate) fn listener(fd: OwnedFd) -> io::Result<Source> {
+        Self::register(fd, READABLE | WRITABLE, Kind::Readiness)
+    }
+
+    /// Registers a TCP listener: see [`Source::poll_accept`].
+    pub(crate) fn tcp_listener(fd: OwnedFd) -> io::Result<Source> {
+        Self::register(fd, READABLE | WRITABLE, Kind::Acceptor)
+    }
+
+    /// Accepts through the ring (a TCP listener on io_uring); `None` on epoll, where the caller
+    /// accepts on readiness.
+    pub(crate) fn poll_accept(
+        &self,
+        cx: &Context<'_>,
+    ) -> Option<Poll<io::Result<(OwnedFd, std::net::SocketAddr)>>> {
+        self.uring
+            .then(|| self.with_uring(|r| r.poll_accept(self.token, cx)))
+    }
+
+    fn register(fd: OwnedFd, ready: u8, kind: Kind) -> io::Result<Source> {
+        let (token, worker, uring) = with_core(|core| {
+            let token = core.reactor.register(fd.as_fd(), ready, kind)?;
+            let uring = kind != Kind::Readiness && matches!(core.reactor, Reactor::Uring(_));
+            Ok::<_, io::Error>((token, core.shared.uid, uring))
         })?;
         Ok(Source {
-            fd,
+            fd: ManuallyDrop::new(fd),
             token,
+            uring,
             worker,
             _local: PhantomData,
         })
+    }
+
+    /// Runs `f` with the io_uring reactor; only for `self.uring` sources.
+    fn with_uring<R>(&self, f: impl FnOnce(&uring::Reactor) -> R) -> R {
+        self.with_reactor(|reactor| match reactor {
+            Reactor::Uring(r) => f(r),
+            Reactor::Epoll(_) => unreachable!("an io_uring stream on an epoll reactor"),
+        })
+    }
+
+    /// Copies what has been received into `sink` (io_uring streams).
+    fn poll_recv(
+        &self,
+        cx: Option<&Context<'_>>,
+        sink: &mut dyn FnMut(&[u8]) -> usize,
+    ) -> Poll<io::Result<usize>> {
+        self.with_uring(|r| r.poll_recv(self.token, cx, sink))
     }
 
     /// Runs `f` with the reactor this source is registered with.
@@ -104,6 +156,18 @@ impl Source {
     // Stream I/O shared by TCP and Unix streams.
 
     pub(crate) fn poll_read(&self, cx: &Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        if self.uring && buf.is_empty() {
+            return Poll::Ready(Ok(0)); // as `read(2)` with no room
+        }
+        if self.uring {
+            let mut filled = 0;
+            return self.poll_recv(Some(cx), &mut |bytes| {
+                let n = bytes.len().min(buf.len() - filled);
+                buf[filled..filled + n].copy_from_slice(&bytes[..n]);
+                filled += n;
+                n
+            });
+        }
         let len = buf.len();
         let result = self.poll_io(cx, Direction::Read, |fd| rustix::io::read(fd, &mut *buf));
         // A short read on a stream socket means its receive queue is empty: skip the EAGAIN
@@ -126,6 +190,13 @@ impl Source {
             buf.reserve(4096);
         }
         let spare = buf.capacity() - buf.len();
+        if self.uring {
+            return self.poll_recv(Some(cx), &mut |bytes| {
+                let n = bytes.len().min(buf.capacity() - buf.len());
+                buf.extend_from_slice(&bytes[..n]);
+                n
+            });
+        }
         let result = self.poll_io(cx, Direction::Read, |fd| {
             rustix::io::read(fd, rustix::buffer::spare_capacity(&mut *buf))
         });
@@ -147,6 +218,13 @@ impl Source {
         if buf.capacity() == buf.len() {
             buf.reserve(4096);
         }
+        if self.uring {
+            return self.poll_recv(Some(cx), &mut |bytes| {
+                let n = bytes.len().min(buf.capacity() - buf.len());
+                buf.extend_from_slice(&bytes[..n]);
+                n
+            });
+        }
         let spare = buf.spare_capacity_mut();
         let len = spare.len();
         let result = self.poll_io(cx, Direction::Read, |fd| {
@@ -164,6 +242,9 @@ impl Source {
     }
 
     pub(crate) fn poll_write(&self, cx: &Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        if self.uring {
+            return self.with_uring(|r| r.poll_send(self.token, Some(cx), &[IoSlice::new(buf)]));
+        }
         let result = self.poll_io(cx, Direction::Write, |fd| rustix::io::write(fd, buf));
         // A short write means the send buffer is full.
         if let Poll::Ready(Ok(n)) = result {
@@ -179,6 +260,9 @@ impl Source {
         cx: &Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        if self.uring {
+            return self.with_uring(|r| r.poll_send(self.token, Some(cx), bufs));
+        }
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         let result = self.poll_io(cx, Direction::Write, |fd| rustix::io::writev(fd, bufs));
         if let Poll::Ready(Ok(n)) = result {
@@ -189,13 +273,62 @@ impl Source {
         result
     }
 
+    /// Reads now if data is there: `WouldBlock` otherwise.
+    pub(crate) fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if !self.uring {
+            return self.try_io(Direction::Read, |fd| rustix::io::read(fd, buf));
+        }
+        let mut filled = 0;
+        let sink = &mut |bytes: &[u8]| {
+            let n = bytes.len().min(buf.len() - filled);
+            buf[filled..filled + n].copy_from_slice(&bytes[..n]);
+            filled += n;
+            n
+        };
+        match self.poll_recv(None, sink) {
+            Poll::Ready(result) => result,
+            Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    /// Writes now if there is room: `WouldBlock` otherwise.
+    pub(crate) fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        if !self.uring {
+            return self.try_io(Direction::Write, |fd| rustix::io::write(fd, buf));
+        }
+        match self.with_uring(|r| r.poll_send(self.token, None, &[IoSlice::new(buf)])) {
+            Poll::Ready(result) => result,
+            Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    /// Ready once every byte written has been handed to the kernel's socket (immediately on
+    /// epoll, where a write is a syscall).
+    pub(crate) fn poll_flush(&self, cx: &Context<'_>) -> Poll<io::Result<()>> {
+        if !self.uring {
+            return Poll::Ready(Ok(()));
+        }
+        self.with_uring(|r| r.poll_flush(self.token, cx))
+    }
+
+    /// Flushes, then shuts down the write half.
+    pub(crate) fn poll_shutdown_write(&self, cx: &Context<'_>) -> Poll<io::Result<()>> {
+        match self.poll_flush(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(self.shutdown(Shutdown::Write)),
+            other => other,
+        }
+    }
+
     pub(crate) fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        if self.uring {
+            return self.with_uring(|r| r.shutdown(self.token, how));
+        }
         let how = match how {
             Shutdown::Read => rustix::net::Shutdown::Read,
             Shutdown::Write => rustix::net::Shutdown::Write,
             Shutdown::Both => rustix::net::Shutdown::Both,
         };
-        match rustix::net::shutdown(&self.fd, how) {
+        match rustix::net::shutdown(&*self.fd, how) {
             Ok(()) | Err(rustix::io::Errno::NOTCONN) => Ok(()),
             Err(e) => Err(e.into()),
         }
@@ -210,11 +343,14 @@ impl AsFd for Source {
 
 impl Drop for Source {
     fn drop(&mut self) {
+        // SAFETY: `self.fd` is taken once, here, and not used after.
+        let fd = unsafe { ManuallyDrop::take(&mut self.fd) };
         // Only on the worker that registered it: elsewhere the token is another socket's. (If
-        // that worker is gone, so is its epoll instance, and closing the fd is all there is.)
-        try_with_core(|core| {
+        // that worker is gone, so is its reactor, and closing the fd is all there is: the
+        // closure and the fd in it are dropped.)
+        try_with_core(move |core| {
             if core.shared.uid == self.worker {
-                core.reactor.deregister(self.token, self.fd.as_fd());
+                core.reactor.deregister(self.token, fd);
             }
         });
     }
@@ -318,17 +454,20 @@ macro_rules! stream_io {
 
             /// Reads now if data is there: `WouldBlock` otherwise (then await [`Self::readable`]).
             pub fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
-                self.source.try_io($crate::reactor::Direction::Read, |fd| {
-                    rustix::io::read(fd, buf)
-                })
+                self.source.try_read(buf)
             }
 
             /// Writes now if there is room: `WouldBlock` otherwise (then await
             /// [`Self::writable`]).
             pub fn try_write(&self, buf: &[u8]) -> std::io::Result<usize> {
-                self.source.try_io($crate::reactor::Direction::Write, |fd| {
-                    rustix::io::write(fd, buf)
-                })
+                self.source.try_write(buf)
+            }
+
+            /// Waits until every byte written has been handed to the socket. A no-op on epoll;
+            /// on io_uring writes are queued and sent at the end of the loop turn, and a send
+            /// error surfaces here or in the next write.
+            pub async fn flush(&self) -> std::io::Result<()> {
+                std::future::poll_fn(|cx| self.source.poll_flush(cx)).await
             }
 
             /// Waits until a read may make progress (data, end of stream, or an error).
@@ -398,16 +537,16 @@ macro_rules! stream_io {
 
             fn poll_flush(
                 self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
+                cx: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(Ok(()))
+                self.source.poll_flush(cx)
             }
 
             fn poll_shutdown(
                 self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
+                cx: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(self.source.shutdown(std::net::Shutdown::Write))
+                self.source.poll_shutdown_write(cx)
             }
         }
 
@@ -442,16 +581,16 @@ macro_rules! stream_io {
 
             fn poll_flush(
                 self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
+                cx: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(Ok(()))
+                self.source.poll_flush(cx)
             }
 
             fn poll_close(
                 self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
+                cx: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(self.source.shutdown(std::net::Shutdown::Write))
+                self.source.poll_shutdown_write(cx)
             }
         }
     };

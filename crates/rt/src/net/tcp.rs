@@ -76,7 +76,7 @@ impl ListenOptions {
 
     fn bind_one(&self, addr: SocketAddr) -> io::Result<TcpListener> {
         Ok(TcpListener {
-            source: Source::new(self.bind_fd(addr)?)?,
+            source: Source::tcp_listener(self.bind_fd(addr)?)?,
         })
     }
 
@@ -124,22 +124,25 @@ impl TcpListener {
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
         Ok(TcpListener {
-            source: Source::new(OwnedFd::from(listener))?,
+            source: Source::tcp_listener(OwnedFd::from(listener))?,
         })
     }
 
     /// Waits for a connection.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let (fd, addr) = poll_fn(|cx| {
-            self.source.poll_io(cx, Direction::Read, |fd| {
+            if let Some(accepted) = self.source.poll_accept(cx) {
+                return accepted;
+            }
+            let accepted = self.source.poll_io(cx, Direction::Read, |fd| {
                 rustix::net::acceptfrom_with(fd, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC)
+            });
+            accepted.map(|r| match r? {
+                (fd, Some(addr)) => Ok((fd, to_std_addr(addr)?)),
+                (_, None) => Err(io::Error::other("accepted socket without a peer address")),
             })
         })
         .await?;
-        let addr = match addr {
-            Some(a) => to_std_addr(a)?,
-            None => return Err(io::Error::other("accepted socket without a peer address")),
-        };
         Ok((TcpStream::from_fd(fd)?, addr))
     }
 

@@ -32,7 +32,7 @@ impl UnixListener {
         rustix::net::bind(&fd, &SocketAddrUnix::new(path.as_ref())?)?;
         rustix::net::listen(&fd, 1024)?;
         Ok(UnixListener {
-            source: Source::new(fd)?,
+            source: Source::listener(fd)?,
         })
     }
 

@@ -1,4 +1,4 @@
-//! The epoll reactor: readiness per registered file descriptor, and the worker's eventfd.
+//! The epoll driver: readiness per registered file descriptor.
 //!
 //! Every descriptor is registered once, edge-triggered, for both directions. The reactor keeps a
 //! readiness bit per direction: set by an epoll event, cleared by the I/O code when a syscall
@@ -17,40 +17,11 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use rustix::event::{epoll, eventfd, EventfdFlags};
+use rustix::event::epoll;
 use rustix::time::Timespec;
 use slab::Slab;
 
-/// A direction of readiness.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Direction {
-    Read,
-    Write,
-}
-
-impl Direction {
-    fn bit(self) -> u8 {
-        match self {
-            Direction::Read => READABLE,
-            Direction::Write => WRITABLE,
-        }
-    }
-
-    /// The sticky bit that also makes this direction ready.
-    fn closed_bit(self) -> u8 {
-        match self {
-            Direction::Read => READ_CLOSED,
-            Direction::Write => WRITE_CLOSED,
-        }
-    }
-}
-
-pub(crate) const READABLE: u8 = 1;
-pub(crate) const WRITABLE: u8 = 2;
-/// The peer shut down its side, or the socket failed: reads return at once from now on.
-const READ_CLOSED: u8 = 4;
-/// The connection is down (`HUP`) or failed: writes return at once (with an error).
-const WRITE_CLOSED: u8 = 8;
+use super::{Direction, Notifier, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
 
 const NOTIFIER_TOKEN: u64 = 0;
 const MAX_EVENTS: usize = 1024;
@@ -70,34 +41,12 @@ pub(crate) struct Reactor {
     to_wake: RefCell<Vec<Waker>>,
 }
 
-/// Wakes a worker blocked in `epoll_wait` from any thread (an eventfd).
-pub(crate) struct Notifier {
-    fd: OwnedFd,
-}
-
-impl Notifier {
-    pub(crate) fn new() -> io::Result<Notifier> {
-        let fd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
-        Ok(Notifier { fd })
-    }
-
-    pub(crate) fn wake(&self) {
-        // EAGAIN means the counter is saturated: the worker is woken anyway.
-        let _ = rustix::io::write(&self.fd, &1u64.to_ne_bytes());
-    }
-
-    pub(crate) fn reset(&self) {
-        let mut buf = [0u8; 8];
-        let _ = rustix::io::read(&self.fd, &mut buf);
-    }
-}
-
 impl Reactor {
     pub(crate) fn new(notifier: &Notifier) -> io::Result<Reactor> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         epoll::add(
             &epoll,
-            &notifier.fd,
+            notifier.as_fd(),
             epoll::EventData::new_u64(NOTIFIER_TOKEN),
             epoll::EventFlags::IN | epoll::EventFlags::ET,
         )?;
@@ -131,9 +80,10 @@ impl Reactor {
         Ok(token)
     }
 
-    pub(crate) fn deregister(&self, token: usize, fd: BorrowedFd<'_>) {
+    pub(crate) fn deregister(&self, token: usize, fd: OwnedFd) {
         // Removing before close matters only for descriptors duplicated elsewhere; it is cheap.
-        let _ = epoll::delete(&self.epoll, fd);
+        let _ = epoll::delete(&self.epoll, &fd);
+        drop(fd);
         let io = self.sources.borrow_mut().try_remove(token);
         drop(io); // wakers dropped outside the borrow
     }
@@ -227,11 +177,5 @@ impl Reactor {
         }
         *self.to_wake.borrow_mut() = wakers;
         notified
-    }
-}
-
-impl AsFd for Notifier {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
     }
 }

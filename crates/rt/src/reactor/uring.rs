@@ -1,0 +1,1088 @@
+//! The io_uring driver: completions instead of readiness, and buffers the reactor owns.
+//!
+//! The public socket API borrows the caller's buffers (`read(&mut [u8])`), and a borrowed buffer
+//! must never reach the kernel: an aborted task frees it while the kernel may still write. So:
+//!
+//! - **Receive**: one multishot receive per stream, into a ring of provided buffers owned by this
+//!   reactor. Completions queue `(buffer, range)` on the stream's slot; a read copies out of the
+//!   buffer (the copy a `read` syscall would make) and gives it back to the ring when emptied.
+//!   A receive that ends (out of buffers, error) is re-armed when a reader next waits.
+//! - **Send**: a write copies into the slot's `unsent` buffer and returns. Once per loop turn,
+//!   every stream with unsent bytes and no send in flight gets one send SQE (its whole batch),
+//!   submitted with the wait. The bytes move to `sending`, untouched until the completion.
+//!   Writes wait (backpressure) once [`SEND_LIMIT`] bytes are queued; a send error is reported by
+//!   the next write or flush.
+//! - **Readiness** (listeners, and a connecting stream's first writability): a poll SQE, with the
+//!   same edge semantics as epoll.
+//! - **Drop**: the slot (and the memory the kernel sees) stays until the last completion of every
+//!   operation on it arrived: receives and polls are cancelled, queued bytes are still sent (as
+//!   `close` would), then the reactor closes the descriptor. Dropping the reactor cancels
+//!   everything and waits for the completions before freeing any buffer.
+//! - **Waiting**: `io_uring_enter` with a timespec for the next timer (sub-millisecond), the
+//!   worker's eventfd watched by a multishot poll.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::io::{self, IoSlice};
+use std::mem::ManuallyDrop;
+use std::net::{Shutdown, SocketAddr, SocketAddrV6};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use rustix::event::PollFlags;
+use rustix::io::Errno;
+use rustix::net::AddressFamily;
+use slab::Slab;
+
+use super::{Direction, Kind, Notifier, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
+
+/// Size of each provided receive buffer.
+const BUF_SIZE: usize = 4096;
+/// Provided buffers per worker (4 MiB): 256 pipelining connections hold about one each.
+const BUF_ENTRIES: u16 = 1024;
+const BUF_GROUP: u16 = 0;
+/// A starved receive (`ENOBUFS`) is re-armed once this many buffers are back in the ring.
+const REARM_FREE: usize = 64;
+/// Received buffers a stream may hold before its receive is cancelled (re-armed when its reader
+/// has emptied them): a reader that stops reading leaves the rest in the kernel's socket buffer,
+/// under TCP flow control, instead of draining the shared ring.
+const MAX_HELD: usize = 16;
+/// The scratch buffer a starved stream reads through (`read` syscalls, as on epoll).
+const SCRATCH_SIZE: usize = 16 * 1024;
+/// Bytes a stream may have queued for sending before writes wait.
+const SEND_LIMIT: usize = 256 * 1024;
+const SQ_ENTRIES: u32 = 1024;
+const CQ_ENTRIES: u32 = 8192;
+
+// `user_data` = token << 3 | operation.
+const OP_POLL: u64 = 0;
+const OP_RECV: u64 = 1;
+const OP_SEND: u64 = 2;
+/// Cancellations and closes: their completions are not counted or handled.
+const OP_CANCEL: u64 = 3;
+const OP_CLOSE: u64 = 4;
+const OP_ACCEPT: u64 = 5;
+const NOTIFIER_TOKEN: u64 = u64::MAX >> 3;
+
+fn user_data(token: usize, op: u64) -> u64 {
+    (token as u64) << 3 | op
+}
+
+/// Whether this process can run the driver: Linux ≥ 6.0 (multishot receive) and a ring set up.
+pub(super) fn probe() -> io::Result<()> {
+    let release = rustix::system::uname()
+        .release()
+        .to_string_lossy()
+        .into_owned();
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    if major < 6 {
+        return Err(io::Error::other(format!(
+            "kernel {release} lacks multishot receive (needs 6.0)"
+        )));
+    }
+    IoUring::new(8).map(drop)
+}
+
+/// A received chunk not yet read: `buf`'s bytes `start..end`.
+struct Chunk {
+    buf: u16,
+    start: u32,
+    end: u32,
+}
+
+/// A registered descriptor.
+#[derive(Default)]
+struct Slot {
+    fd: RawFd,
+    kind: Kind,
+    /// Set when the owner drops the socket; the reactor closes it once nothing is in flight.
+    owned: Option<OwnedFd>,
+    /// Readiness bits, for [`Kind::Readiness`] slots and a stream's first writability.
+    ready: u8,
+    reader: Option<Waker>,
+    writer: Option<Waker>,
+    /// Operations submitted (or queued) whose last completion has not arrived.
+    in_flight: u8,
+    poll_armed: bool,
+    recv_armed: bool,
+    /// A cancellation of the receive is on its way.
+    recv_cancelling: bool,
+    /// The last receive ended with `ENOBUFS`: until [`State::rearm_starved`] re-arms it, reads
+    /// are `read` syscalls and readiness a poll, as on epoll.
+    starved: bool,
+    received: VecDeque<Chunk>,
+    /// Bytes a starved read took and its caller had no room for; read before `received`.
+    spill: Vec<u8>,
+    /// How the stream ended: 0 for end of stream, else an errno. Reads see it after `received`.
+    recv_end: Option<i32>,
+    /// Bytes written and not yet handed to the kernel.
+    unsent: Vec<u8>,
+    /// Bytes the kernel is sending from offset `sent`: untouched while `send_armed`.
+    sending: Vec<u8>,
+    sent: usize,
+    send_armed: bool,
+    /// Listed in `State::to_send`.
+    send_queued: bool,
+    send_error: Option<i32>,
+    /// `shutdown(Write)` asked for while bytes were queued: done once they are sent.
+    shutdown_write: bool,
+    /// [`Kind::Acceptor`]: one accept in flight, writing the peer's address into `peer` (boxed,
+    /// so it stays put while the slab grows), and what it accepted.
+    accept_armed: bool,
+    peer: Option<Box<PeerAddr>>,
+    accepted: VecDeque<io::Result<(OwnedFd, SocketAddr)>>,
+}
+
+/// A `sockaddr_storage` and its length, written by an accept.
+struct PeerAddr {
+    addr: [u8; 128],
+    len: u32,
+}
+
+/// The `SocketAddr` in an accept's `sockaddr` (`sockaddr_in` or `sockaddr_in6`).
+fn socket_addr(raw: &[u8]) -> io::Result<SocketAddr> {
+    let family =
+        |f: AddressFamily| raw.len() >= 2 && u16::from_ne_bytes([raw[0], raw[1]]) == f.as_raw();
+    let u32_at = |at: usize| u32::from_ne_bytes(raw[at..at + 4].try_into().expect("4 bytes"));
+    if family(AddressFamily::INET) && raw.len() >= 8 {
+        let ip: [u8; 4] = raw[4..8].try_into().expect("4 bytes");
+        Ok(SocketAddr::from((ip, u16::from_be_bytes([raw[2], raw[3]]))))
+    } else if family(AddressFamily::INET6) && raw.len() >= 28 {
+        let ip: [u8; 16] = raw[8..24].try_into().expect("16 bytes");
+        let port = u16::from_be_bytes([raw[2], raw[3]]);
+        Ok(SocketAddr::V6(SocketAddrV6::new(
+            ip.into(),
+            port,
+            u32_at(4),
+            u32_at(24),
+        )))
+    } else {
+        Err(io::Error::other(
+            "accepted socket without an IP peer address",
+        ))
+    }
+}
+
+impl Slot {
+    fn has_data(&self) -> bool {
+        !self.received.is_empty() || !self.spill.is_empty() || self.recv_end.is_some()
+    }
+
+    fn queued(&self) -> usize {
+        self.unsent.len() + self.sending.len() - self.sent
+    }
+}
+
+/// The provided-buffer ring: [`BUF_ENTRIES`] buffers of [`BUF_SIZE`] bytes the kernel picks from
+/// for multishot receives, and the page-aligned descriptor ring that lends them.
+struct BufRing {
+    /// `BUF_ENTRIES` descriptors; the kernel reads those between its head and our tail.
+    ring: NonNull<RingEntry>,
+    /// The buffers. Only reached through raw pointers: the kernel writes into the ones it holds
+    /// while we read the ones it handed back.
+    bufs: NonNull<u8>,
+    tail: u16,
+    /// Buffers handed back by completions and not yet returned to the ring.
+    lent: usize,
+}
+
+/// `struct io_uring_buf`. The first entry's `resv` is the ring's tail.
+#[repr(C)]
+struct RingEntry {
+    addr: u64,
+    len: u32,
+    bid: u16,
+    resv: u16,
+}
+
+const RING_LAYOUT: Layout =
+    match Layout::from_size_align(BUF_ENTRIES as usize * size_of::<RingEntry>(), 4096) {
+        Ok(l) => l,
+        Err(_) => panic!("bad ring layout"),
+    };
+const BUFS_LAYOUT: Layout = match Layout::from_size_align(BUF_ENTRIES as usize * BUF_SIZE, 4096) {
+    Ok(l) => l,
+    Err(_) => panic!("bad buffer layout"),
+};
+
+impl BufRing {
+    fn new() -> io::Result<BufRing> {
+        // SAFETY: both layouts have a non-zero size.
+        let (ring, bufs) = unsafe { (alloc_zeroed(RING_LAYOUT), alloc_zeroed(BUFS_LAYOUT)) };
+        let (Some(ring), Some(bufs)) = (NonNull::new(ring.cast()), NonNull::new(bufs)) else {
+            std::alloc::handle_alloc_error(BUFS_LAYOUT);
+        };
+        let mut this = BufRing {
+            ring,
+            bufs,
+            tail: 0,
+            lent: BUF_ENTRIES as usize,
+        };
+        for bid in 0..BUF_ENTRIES {
+            this.give_back(bid);
+        }
+        Ok(this)
+    }
+
+    /// The bytes `start..end` of buffer `bid`.
+    ///
+    /// # Safety
+    /// A completion handed `bid` to us, it has not been given back since, and `end` is within
+    /// what the kernel wrote into it.
+    unsafe fn bytes(&self, bid: u16, start: u32, end: u32) -> &[u8] {
+        debug_assert!(start <= end && end as usize <= BUF_SIZE);
+        // SAFETY: in bounds of the allocation (bid < BUF_ENTRIES, end <= BUF_SIZE); the kernel
+        // does not write a buffer it handed back until `give_back`, and wrote `..end` (caller).
+        unsafe {
+            std::slice::from_raw_parts(
+                self.bufs
+                    .as_ptr()
+                    .add(bid as usize * BUF_SIZE + start as usize),
+                (end - start) as usize,
+            )
+        }
+    }
+
+    /// Lends buffer `bid` to the kernel again. The caller no longer reads it.
+    fn give_back(&mut self, bid: u16) {
+        debug_assert!(bid < BUF_ENTRIES && self.lent > 0);
+        let index = (self.tail & (BUF_ENTRIES - 1)) as usize;
+        let entry = RingEntry {
+            addr: self.bufs.as_ptr() as u64 + bid as u64 * BUF_SIZE as u64,
+            len: BUF_SIZE as u32,
+            bid,
+            resv: 0,
+        };
+        // SAFETY: `index < BUF_ENTRIES`, in the ring allocation. The entry at the unpublished
+        // tail is not read by the kernel (it reads head..tail). Fields are written through raw
+        // places so entry 0's `resv` (the tail the kernel reads) is left alone.
+        unsafe {
+            let slot = self.ring.as_ptr().add(index);
+            ptr::addr_of_mut!((*slot).addr).write(entry.addr);
+            ptr::addr_of_mut!((*slot).len).write(entry.len);
+            ptr::addr_of_mut!((*slot).bid).write(entry.bid);
+        }
+        self.tail = self.tail.wrapping_add(1);
+        self.lent -= 1;
+        // SAFETY: entry 0's `resv` is the ring tail, a naturally aligned u16 shared with the
+        // kernel, which reads it with acquire semantics; it is only accessed atomically here.
+        let tail = unsafe { AtomicU16::from_ptr(ptr::addr_of_mut!((*self.ring.as_ptr()).resv)) };
+        tail.store(self.tail, Ordering::Release);
+    }
+
+    fn free(&self) -> usize {
+        BUF_ENTRIES as usize - self.lent
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with these layouts. The ring that could use them was dropped
+        // first (field order in `State`) after every operation completed (`Reactor::drop`).
+        unsafe {
+            dealloc(self.ring.as_ptr().cast(), RING_LAYOUT);
+            dealloc(self.bufs.as_ptr(), BUFS_LAYOUT);
+        }
+    }
+}
+
+struct State {
+    // Field order matters: the ring is closed before the buffers it may point at are freed.
+    ring: IoUring,
+    bufs: BufRing,
+    sources: Slab<Slot>,
+    /// Counted operations whose last completion has not arrived.
+    in_flight: usize,
+    /// Streams with unsent bytes and no send in flight, sent at the end of the loop turn.
+    to_send: Vec<usize>,
+    starved: Vec<usize>,
+    scratch: Vec<u8>,
+    notifier_fd: RawFd,
+    notified: bool,
+    completions: Vec<(u64, i32, u32)>,
+    to_wake: Vec<Waker>,
+}
+
+pub(crate) struct Reactor {
+    /// Dropped by hand in `Drop`, or leaked if the kernel might still use its memory.
+    state: ManuallyDrop<RefCell<State>>,
+}
+
+impl Reactor {
+    pub(crate) fn new(notifier: &Notifier) -> io::Result<Reactor> {
+        // SINGLE_ISSUER + DEFER_TASKRUN: completions are processed by this thread when it waits,
+        // not by interrupting it (Linux 6.1). Older kernels get a plain ring.
+        let ring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_taskrun_flag()
+            .setup_cqsize(CQ_ENTRIES)
+            .build(SQ_ENTRIES)
+            .or_else(|_| {
+                IoUring::builder()
+                    .setup_cqsize(CQ_ENTRIES)
+                    .build(SQ_ENTRIES)
+            })?;
+        let bufs = BufRing::new()?;
+        // SAFETY: the ring memory is page-aligned, `BUF_ENTRIES` entries long, and outlives the
+        // registration (freed after the ring is closed).
+        unsafe {
+            ring.submitter().register_buf_ring_with_flags(
+                bufs.ring.as_ptr() as u64,
+                BUF_ENTRIES,
+                BUF_GROUP,
+                0,
+            )?;
+        }
+        let mut state = State {
+            ring,
+            bufs,
+            sources: Slab::with_capacity(1024),
+            in_flight: 0,
+            to_send: Vec::with_capacity(256),
+            starved: Vec::new(),
+            scratch: vec![0; SCRATCH_SIZE],
+            notifier_fd: notifier.as_fd().as_raw_fd(),
+            notified: false,
+            completions: Vec::with_capacity(CQ_ENTRIES as usize),
+            to_wake: Vec::with_capacity(64),
+        };
+        state.arm_notifier();
+        Ok(Reactor {
+            state: ManuallyDrop::new(RefCell::new(state)),
+        })
+    }
+
+    pub(crate) fn register(&self, fd: BorrowedFd<'_>, ready: u8, kind: Kind) -> io::Result<usize> {
+        let mut st = self.state.borrow_mut();
+        let token = st.sources.insert(Slot {
+            fd: fd.as_raw_fd(),
+            kind,
+            ready,
+            ..Slot::default()
+        });
+        match kind {
+            // Like an edge-triggered epoll registration: one multishot poll for both directions.
+            Kind::Readiness => st.arm_poll(token, PollFlags::IN | PollFlags::OUT, true),
+            // A connecting stream: one poll for the end of the handshake.
+            Kind::Stream if ready & WRITABLE == 0 => st.arm_poll(token, PollFlags::OUT, false),
+            Kind::Stream | Kind::Acceptor => {}
+        }
+        Ok(token)
+    }
+
+    pub(crate) fn deregister(&self, token: usize, fd: OwnedFd) {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let slot = &mut st.sources[token];
+        if slot.kind != Kind::Stream {
+            // A listener: its poll or accept holds the socket open until the cancellation is
+            // processed (next loop turn), but a dropped listener must refuse connections now.
+            let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Both);
+        }
+        slot.accepted.clear();
+        if slot.accept_armed {
+            st.cancel(token, OP_ACCEPT);
+        }
+        let slot = &mut st.sources[token];
+        slot.owned = Some(fd);
+        let (reader, writer) = (slot.reader.take(), slot.writer.take());
+        for chunk in std::mem::take(&mut slot.received) {
+            st.bufs.give_back(chunk.buf);
+        }
+        if slot.recv_armed {
+            st.cancel(token, OP_RECV);
+        }
+        let slot = &st.sources[token];
+        if slot.poll_armed {
+            st.cancel(token, OP_POLL);
+        }
+        st.maybe_close(token);
+        drop((reader, writer));
+    }
+
+    pub(crate) fn poll_ready(
+        &self,
+        token: usize,
+        dir: Direction,
+        cx: Option<&Context<'_>>,
+    ) -> Poll<()> {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let slot = &mut st.sources[token];
+        let ready = match (slot.kind, dir) {
+            (Kind::Readiness, _) => slot.ready & (dir.bit() | dir.closed_bit()) != 0,
+            (Kind::Acceptor, _) => !slot.accepted.is_empty(),
+            (Kind::Stream, Direction::Read) if slot.starved => {
+                let ready = slot.has_data() || slot.ready & READABLE != 0;
+                if !ready && !slot.poll_armed {
+                    st.arm_poll(token, PollFlags::IN, false);
+                }
+                ready
+            }
+            (Kind::Stream, Direction::Read) => {
+                let ready = slot.has_data();
+                if !ready && !slot.recv_armed {
+                    st.arm_recv(token);
+                }
+                ready
+            }
+            (Kind::Stream, Direction::Write) => {
+                slot.ready & WRITABLE != 0
+                    && (slot.send_error.is_some() || slot.queued() < SEND_LIMIT)
+            }
+        };
+        if ready {
+            return Poll::Ready(());
+        }
+        if let Some(cx) = cx {
+            let slot = &mut st.sources[token];
+            match dir {
+                Direction::Read => store_waker(&mut slot.reader, cx),
+                Direction::Write => store_waker(&mut slot.writer, cx),
+            }
+        }
+        Poll::Pending
+    }
+
+    pub(crate) fn clear_ready(&self, token: usize, dir: Direction) {
+        let mut st = self.state.borrow_mut();
+        let slot = &mut st.sources[token];
+        if slot.kind == Kind::Readiness {
+            slot.ready &= !dir.bit();
+        }
+    }
+
+    /// The next accepted connection. One accept is kept in flight, so the next connection is
+    /// taken by the kernel while this one is served.
+    pub(crate) fn poll_accept(
+        &self,
+        token: usize,
+        cx: &Context<'_>,
+    ) -> Poll<io::Result<(OwnedFd, SocketAddr)>> {
+        let mut st = self.state.borrow_mut();
+        let accepted = st.sources[token].accepted.pop_front();
+        if !st.sources[token].accept_armed {
+            st.arm_accept(token);
+        }
+        match accepted {
+            Some(accepted) => Poll::Ready(accepted),
+            None => {
+                store_waker(&mut st.sources[token].reader, cx);
+                Poll::Pending
+            }
+        }
+    }
+
+    /// Copies received bytes into `sink` (which takes what fits and returns how much) until it
+    /// is full or nothing is left. `Ok(0)` at end of stream; `Pending` (waker kept if `cx`) when
+    /// nothing has arrived.
+    pub(crate) fn poll_recv(
+        &self,
+        token: usize,
+        cx: Option<&Context<'_>>,
+        sink: &mut dyn FnMut(&[u8]) -> usize,
+    ) -> Poll<io::Result<usize>> {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let slot = &mut st.sources[token];
+        if !slot.spill.is_empty() {
+            let n = sink(&slot.spill);
+            slot.spill.drain(..n);
+            if !slot.spill.is_empty() || slot.received.is_empty() {
+                return Poll::Ready(Ok(n));
+            }
+        }
+        if slot.received.is_empty() {
+            match slot.recv_end {
+                Some(0) => return Poll::Ready(Ok(0)),
+                Some(errno) => return Poll::Ready(Err(io::Error::from_raw_os_error(errno))),
+                None if slot.starved => {
+                    if let Poll::Ready(result) = st.read_starved(token, sink) {
+                        return Poll::Ready(result);
+                    }
+                }
+                None if !slot.recv_armed => st.arm_recv(token),
+                None => {}
+            }
+            if let Some(cx) = cx {
+                store_waker(&mut st.sources[token].reader, cx);
+            }
+            return Poll::Pending;
+        }
+        let mut total = 0;
+        while let Some(chunk) = slot.received.front_mut() {
+            // SAFETY: the chunk came from a receive completion for buffer `chunk.buf`, which
+            // wrote `..chunk.end`; it is given back to the ring only when popped below.
+            let bytes = unsafe { st.bufs.bytes(chunk.buf, chunk.start, chunk.end) };
+            let n = sink(bytes);
+            total += n;
+            chunk.start += n as u32;
+            if chunk.start < chunk.end {
+                break; // the sink is full
+            }
+            let buf = chunk.buf;
+            slot.received.pop_front();
+            st.bufs.give_back(buf);
+        }
+        Poll::Ready(Ok(total))
+    }
+
+    /// Queues as much of `bufs` as fits under [`SEND_LIMIT`] for sending at the end of this loop
+    /// turn. `Pending` (waker kept if `cx`) when the stream is at its limit.
+    pub(crate) fn poll_send(
+        &self,
+        token: usize,
+        cx: Option<&Context<'_>>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        if self.poll_ready(token, Direction::Write, cx).is_pending() {
+            return Poll::Pending;
+        }
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let slot = &mut st.sources[token];
+        if let Some(errno) = slot.send_error {
+            return Poll::Ready(Err(io::Error::from_raw_os_error(errno)));
+        }
+        if slot.shutdown_write {
+            return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
+        }
+        let mut room = SEND_LIMIT - slot.queued();
+        let mut n = 0;
+        for buf in bufs {
+            let take = buf.len().min(room);
+            slot.unsent.extend_from_slice(&buf[..take]);
+            n += take;
+            room -= take;
+            if room == 0 {
+                break;
+            }
+        }
+        if n > 0 && !slot.send_armed && !slot.send_queued {
+            slot.send_queued = true;
+            st.to_send.push(token);
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    /// Ready once every queued byte has been sent (or a send failed).
+    pub(crate) fn poll_flush(&self, token: usize, cx: &Context<'_>) -> Poll<io::Result<()>> {
+        let mut st = self.state.borrow_mut();
+        let slot = &mut st.sources[token];
+        if let Some(errno) = slot.send_error {
+            return Poll::Ready(Err(io::Error::from_raw_os_error(errno)));
+        }
+        if slot.queued() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        store_waker(&mut slot.writer, cx);
+        Poll::Pending
+    }
+
+    /// Shuts down a stream. The write side waits for the bytes already queued.
+    pub(crate) fn shutdown(&self, token: usize, how: Shutdown) -> io::Result<()> {
+        let mut st = self.state.borrow_mut();
+        let slot = &mut st.sources[token];
+        // SAFETY: the slot's descriptor stays open while the owner, who is calling, holds it.
+        let fd = unsafe { BorrowedFd::borrow_raw(slot.fd) };
+        let how = match how {
+            Shutdown::Write | Shutdown::Both if slot.queued() > 0 => {
+                slot.shutdown_write = true;
+                if how == Shutdown::Write {
+                    return Ok(());
+                }
+                Shutdown::Read
+            }
+            how => how,
+        };
+        shutdown(fd, how)
+    }
+
+    pub(crate) fn poll(&self, deadline: Option<Instant>) -> bool {
+        let mut st = self.state.borrow_mut();
+        st.start_sends();
+        st.rearm_starved();
+        let result = match deadline {
+            None => st.ring.submit_and_wait(1),
+            Some(deadline) => {
+                let wait = deadline.saturating_duration_since(Instant::now());
+                if wait.is_zero() {
+                    let sq = st.ring.submission();
+                    // Deferred completions and an overflowed CQ both need an enter.
+                    let idle = sq.is_empty() && !sq.taskrun() && !sq.cq_overflow();
+                    drop(sq);
+                    if idle && st.ring.completion().is_empty() {
+                        Ok(0)
+                    } else {
+                        st.ring.submit()
+                    }
+                } else {
+                    submit_and_wait_for(&st.ring, wait)
+                }
+            }
+        };
+        match result {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc_errno::ETIME | libc_errno::EINTR)
+                ) => {}
+            Err(e) if e.raw_os_error() == Some(libc_errno::EBUSY) => {} // CQ full: drain it
+            Err(e) => panic!("io_uring_enter failed: {e}"),
+        }
+        st.complete();
+        let notified = std::mem::take(&mut st.notified);
+        let mut wakers = std::mem::take(&mut st.to_wake);
+        drop(st);
+        for w in wakers.drain(..) {
+            w.wake();
+        }
+        self.state.borrow_mut().to_wake = wakers;
+        notified
+    }
+}
+
+fn store_waker(slot: &mut Option<Waker>, cx: &Context<'_>) {
+    match slot {
+        Some(w) if w.will_wake(cx.waker()) => {}
+        _ => *slot = Some(cx.waker().clone()),
+    }
+}
+
+/// The errnos the driver handles, as `i32` (rustix's are an opaque type).
+mod libc_errno {
+    use rustix::io::Errno;
+    pub(super) const ETIME: i32 = Errno::TIME.raw_os_error();
+    pub(super) const EINTR: i32 = Errno::INTR.raw_os_error();
+    pub(super) const EBUSY: i32 = Errno::BUSY.raw_os_error();
+    pub(super) const ENOBUFS: i32 = Errno::NOBUFS.raw_os_error();
+    pub(super) const ECANCELED: i32 = Errno::CANCELED.raw_os_error();
+}
+
+fn submit_and_wait_for(ring: &IoUring, wait: Duration) -> io::Result<usize> {
+    let ts = types::Timespec::new()
+        .sec(wait.as_secs())
+        .nsec(wait.subsec_nanos());
+    let args = types::SubmitArgs::new().timespec(&ts);
+    ring.submitter().submit_with_args(1, &args)
+}
+
+/// Sends what the socket buffer takes now, without waiting.
+fn send_now(fd: RawFd, mut bytes: &[u8]) {
+    // SAFETY: called on slots whose descriptor is still open (closed only with the slot).
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let flags = rustix::net::SendFlags::NOSIGNAL | rustix::net::SendFlags::DONTWAIT;
+    while !bytes.is_empty() {
+        match rustix::net::send(fd, bytes, flags) {
+            Ok(n) if n > 0 => bytes = &bytes[n..],
+            Err(Errno::INTR) => {}
+            _ => return,
+        }
+    }
+}
+
+fn shutdown(fd: BorrowedFd<'_>, how: Shutdown) -> io::Result<()> {
+    let how = match how {
+        Shutdown::Read => rustix::net::Shutdown::Read,
+        Shutdown::Write => rustix::net::Shutdown::Write,
+        Shutdown::Both => rustix::net::Shutdown::Both,
+    };
+    match rustix::net::shutdown(fd, how) {
+        Ok(()) | Err(Errno::NOTCONN) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+impl State {
+    /// Queues `sqe` for the next submit (submitting now if the queue is full).
+    ///
+    /// # Safety
+    /// Every buffer `sqe` points at stays valid and untouched until its last completion.
+    unsafe fn push(&mut self, sqe: squeue::Entry, counted: bool) {
+        // SAFETY: forwarded to the caller.
+        while unsafe { self.ring.submission().push(&sqe) }.is_err() {
+            let _ = self.ring.submit();
+        }
+        if counted {
+            self.in_flight += 1;
+        }
+    }
+
+    fn arm_notifier(&mut self) {
+        let fd = types::Fd(self.notifier_fd);
+        let sqe = opcode::PollAdd::new(fd, PollFlags::IN.bits() as u32)
+            .multi(true)
+            .build()
+            .user_data(user_data(NOTIFIER_TOKEN as usize, OP_POLL));
+        // SAFETY: a poll points at no memory.
+        unsafe { self.push(sqe, true) };
+    }
+
+    fn arm_poll(&mut self, token: usize, events: PollFlags, multi: bool) {
+        let slot = &mut self.sources[token];
+        slot.poll_armed = true;
+        slot.in_flight += 1;
+        let events = events | PollFlags::RDHUP;
+        let sqe = opcode::PollAdd::new(types::Fd(slot.fd), events.bits() as u32)
+            .multi(multi)
+            .build()
+            .user_data(user_data(token, OP_POLL));
+        // SAFETY: a poll points at no memory.
+        unsafe { self.push(sqe, true) };
+    }
+
+    /// A read on a starved stream: a `read` syscall through the scratch buffer, and a poll for
+    /// readiness when there is nothing.
+    fn read_starved(
+        &mut self,
+        token: usize,
+        sink: &mut dyn FnMut(&[u8]) -> usize,
+    ) -> Poll<io::Result<usize>> {
+        let slot = &mut self.sources[token];
+        // SAFETY: the slot's descriptor is open while its owner, who is reading, holds it.
+        let fd = unsafe { BorrowedFd::borrow_raw(slot.fd) };
+        match rustix::io::read(fd, &mut self.scratch[..]) {
+            Ok(0) => {
+                slot.recv_end = Some(0);
+                Poll::Ready(Ok(0))
+            }
+            Ok(n) => {
+                let taken = sink(&self.scratch[..n]);
+                slot.spill.extend_from_slice(&self.scratch[taken..n]);
+                Poll::Ready(Ok(taken))
+            }
+            Err(Errno::AGAIN) | Err(Errno::INTR) => {
+                slot.ready &= !READABLE;
+                if !slot.poll_armed {
+                    self.arm_poll(token, PollFlags::IN, false);
+                }
+                Poll::Pending
+            }
+            Err(e) => {
+                slot.recv_end = Some(e.raw_os_error());
+                Poll::Ready(Err(e.into()))
+            }
+        }
+    }
+
+    fn arm_accept(&mut self, token: usize) {
+        let slot = &mut self.sources[token];
+        slot.accept_armed = true;
+        slot.in_flight += 1;
+        let peer = slot.peer.get_or_insert_with(|| {
+            Box::new(PeerAddr {
+                addr: [0; 128],
+                len: 0,
+            })
+        });
+        peer.len = peer.addr.len() as u32;
+        let flags = rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC;
+        let sqe = opcode::Accept::new(
+            types::Fd(slot.fd),
+            peer.addr.as_mut_ptr().cast(),
+            &mut peer.len,
+        )
+        .flags(flags.bits() as i32)
+        .build()
+        .user_data(user_data(token, OP_ACCEPT));
+        // SAFETY: `peer` is boxed in the slot, which outlives the accept (`maybe_close`,
+        // `Reactor::drop`), and is read only after its completion.
+        unsafe { self.push(sqe, true) };
+    }
+
+    fn arm_recv(&mut self, token: usize) {
+        let slot = &mut self.sources[token];
+        slot.recv_armed = true;
+        slot.recv_cancelling = false;
+        slot.in_flight += 1;
+        let sqe = opcode::RecvMulti::new(types::Fd(slot.fd), BUF_GROUP)
+            .build()
+            .user_data(user_data(token, OP_RECV));
+        // SAFETY: the receive writes only into provided buffers, which live as long as the ring.
+        unsafe { self.push(sqe, true) };
+    }
+
+    fn cancel(&mut self, token: usize, op: u64) {
+        let sqe = opcode::AsyncCancel::new(user_data(token, op))
+            .build()
+            .user_data(user_data(token, OP_CANCEL));
+        // SAFETY: a cancellation points at no memory.
+        unsafe { self.push(sqe, false) };
+    }
+
+    /// One send per stream with unsent bytes: its whole batch.
+    fn start_sends(&mut self) {
+        let mut to_send = std::mem::take(&mut self.to_send);
+        for token in to_send.drain(..) {
+            let slot = &mut self.sources[token];
+            slot.send_queued = false;
+            if slot.send_armed || slot.send_error.is_some() {
+                continue;
+            }
+            if slot.sent == slot.sending.len() {
+                if slot.unsent.is_empty() {
+                    continue;
+                }
+                slot.sending.clear();
+                slot.sent = 0;
+                std::mem::swap(&mut slot.sending, &mut slot.unsent);
+            }
+            slot.send_armed = true;
+            slot.in_flight += 1;
+            let rest = &slot.sending[slot.sent..];
+            let len = rest.len().min(u32::MAX as usize) as u32;
+            let sqe = opcode::Send::new(types::Fd(slot.fd), rest.as_ptr(), len)
+                .flags(rustix::net::SendFlags::NOSIGNAL.bits() as i32)
+                .build()
+                .user_data(user_data(token, OP_SEND));
+            // SAFETY: `sending` is neither touched nor dropped while `send_armed`: writes go to
+            // `unsent`, and the slot outlives its operations (`maybe_close`, `Reactor::drop`).
+            unsafe { self.push(sqe, true) };
+        }
+        self.to_send = to_send;
+    }
+
+    fn rearm_starved(&mut self) {
+        if self.starved.is_empty() || self.bufs.free() < REARM_FREE {
+            return;
+        }
+        for token in std::mem::take(&mut self.starved) {
+            let Some(slot) = self.sources.get_mut(token) else {
+                continue;
+            };
+            if !slot.starved {
+                continue; // freed and reused meanwhile
+            }
+            slot.starved = false;
+            if slot.owned.is_none() && !slot.recv_armed && slot.recv_end.is_none() {
+                self.arm_recv(token);
+            }
+        }
+    }
+
+    /// Handles every completion waiting in the queue.
+    fn complete(&mut self) {
+        let mut completions = std::mem::take(&mut self.completions);
+        completions.extend(
+            self.ring
+                .completion()
+                .map(|c| (c.user_data(), c.result(), c.flags())),
+        );
+        for &(data, result, flags) in &completions {
+            self.complete_one(data, result, flags);
+        }
+        completions.clear();
+        self.completions = completions;
+    }
+
+    fn complete_one(&mut self, data: u64, result: i32, flags: u32) {
+        let (token, op) = ((data >> 3) as usize, data & 7);
+        if op == OP_CANCEL || op == OP_CLOSE {
+            return;
+        }
+        let last = !cqueue::more(flags);
+        if last {
+            self.in_flight -= 1;
+        }
+        if token as u64 == NOTIFIER_TOKEN {
+            // Also after a lost arm: the executor then reads the eventfd and checks its inbox.
+            self.notified = true;
+            if last {
+                self.arm_notifier();
+            }
+            return;
+        }
+        let slot = &mut self.sources[token];
+        if last {
+            slot.in_flight -= 1;
+        }
+        let dropped = slot.owned.is_some();
+        match op {
+            OP_POLL => {
+                if last {
+                    slot.poll_armed = false;
+                }
+                let events = PollFlags::from_bits_truncate(result.max(0) as u16);
+                match slot.kind {
+                    Kind::Readiness => {
+                        let error = PollFlags::ERR | PollFlags::HUP;
+                        if result < 0 || events.intersects(PollFlags::RDHUP | error) {
+                            slot.ready |= READ_CLOSED;
+                        }
+                        if result < 0 || events.intersects(error) {
+                            slot.ready |= WRITE_CLOSED;
+                        }
+                        if result < 0 || events.intersects(PollFlags::IN | PollFlags::RDHUP) {
+                            slot.ready |= READABLE;
+                        }
+                        if result < 0 || events.intersects(PollFlags::OUT | error) {
+                            slot.ready |= WRITABLE;
+                        }
+                        if last && !dropped && result >= 0 {
+                            self.arm_poll(token, PollFlags::IN | PollFlags::OUT, true);
+                        }
+                    }
+                    // The handshake ended (or failed: the connect reads `SO_ERROR`), or a starved
+                    // stream has something to read.
+                    Kind::Stream | Kind::Acceptor => slot.ready |= READABLE | WRITABLE,
+                }
+                let slot = &mut self.sources[token];
+                self.to_wake.extend(slot.reader.take());
+                self.to_wake.extend(slot.writer.take());
+            }
+            OP_RECV => {
+                if last {
+                    slot.recv_armed = false;
+                }
+                if let Some(buf) = cqueue::buffer_select(flags) {
+                    self.bufs.lent += 1;
+                    if result > 0 && !dropped {
+                        slot.received.push_back(Chunk {
+                            buf,
+                            start: 0,
+                            end: result as u32,
+                        });
+                        if slot.received.len() >= MAX_HELD && !last && !slot.recv_cancelling {
+                            slot.recv_cancelling = true;
+                            self.cancel(token, OP_RECV);
+                        }
+                    } else {
+                        self.bufs.give_back(buf);
+                    }
+                } else if result == 0 {
+                    slot.recv_end = Some(0);
+                } else if result == -libc_errno::ENOBUFS {
+                    if !dropped && !slot.starved {
+                        slot.starved = true;
+                        self.starved.push(token);
+                    }
+                } else if result < 0 && result != -libc_errno::ECANCELED {
+                    slot.recv_end = Some(-result);
+                }
+                let slot = &mut self.sources[token];
+                self.to_wake.extend(slot.reader.take());
+            }
+            OP_SEND => {
+                slot.send_armed = false;
+                if result < 0 {
+                    slot.send_error = Some(-result);
+                    slot.unsent = Vec::new();
+                    slot.sending.clear();
+                    slot.sent = 0;
+                } else {
+                    slot.sent += result as usize;
+                    if slot.sent < slot.sending.len() || !slot.unsent.is_empty() {
+                        slot.send_queued = true;
+                        self.to_send.push(token);
+                    } else if slot.shutdown_write {
+                        // SAFETY: the slot's descriptor is open until `maybe_close` closes it.
+                        let fd = unsafe { BorrowedFd::borrow_raw(slot.fd) };
+                        let _ = shutdown(fd, Shutdown::Write);
+                    }
+                }
+                let slot = &mut self.sources[token];
+                self.to_wake.extend(slot.writer.take());
+            }
+            OP_ACCEPT => {
+                slot.accept_armed = false;
+                if result >= 0 {
+                    // SAFETY: the kernel returned a new descriptor that nothing else owns.
+                    let fd = unsafe { OwnedFd::from_raw_fd(result) };
+                    let peer = slot.peer.as_ref().expect("an accept's address buffer");
+                    let len = (peer.len as usize).min(peer.addr.len());
+                    if !dropped {
+                        let accepted = socket_addr(&peer.addr[..len]).map(|addr| (fd, addr));
+                        slot.accepted.push_back(accepted);
+                    }
+                } else if result != -libc_errno::ECANCELED && !dropped {
+                    let error = io::Error::from_raw_os_error(-result);
+                    slot.accepted.push_back(Err(error));
+                }
+                let slot = &mut self.sources[token];
+                self.to_wake.extend(slot.reader.take());
+            }
+            _ => unreachable!("unknown operation in user_data {data:#x}"),
+        }
+        self.maybe_close(token);
+    }
+
+    /// Frees a dropped slot (closing its descriptor) once nothing on it is in flight or queued.
+    fn maybe_close(&mut self, token: usize) {
+        let slot = &self.sources[token];
+        if slot.owned.is_some() && slot.in_flight == 0 && !slot.send_queued {
+            let slot = self.sources.remove(token);
+            if let Some(fd) = slot.owned {
+                // Closed by the ring with the next submit: one syscall fewer per connection.
+                let sqe = opcode::Close::new(types::Fd(fd.into_raw_fd()))
+                    .build()
+                    .user_data(user_data(0, OP_CLOSE));
+                // SAFETY: a close points at no memory; the descriptor is ours and unused after.
+                unsafe { self.push(sqe, false) };
+            }
+        }
+    }
+}
+
+impl Drop for Reactor {
+    fn drop(&mut self) {
+        let st = self.state.get_mut();
+        // Cancel everything, then wait for every last completion: until then the kernel may
+        // still write into the buffer ring or read from a slot's `sending`.
+        let sqe = opcode::AsyncCancel2::new(types::CancelBuilder::any())
+            .build()
+            .user_data(user_data(0, OP_CANCEL));
+        // SAFETY: a cancellation points at no memory.
+        unsafe { st.push(sqe, false) };
+        let _ = st.ring.submit(); // also the closes queued last
+        for _ in 0..1000 {
+            if st.in_flight == 0 {
+                break;
+            }
+            match submit_and_wait_for(&st.ring, Duration::from_millis(10)) {
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc_errno::ETIME | libc_errno::EINTR)
+                    ) => {}
+                Err(_) => break,
+            }
+            for cqe in st.ring.completion() {
+                let (token, op) = ((cqe.user_data() >> 3) as usize, cqe.user_data() & 7);
+                if op == OP_CANCEL || op == OP_CLOSE {
+                    continue;
+                }
+                if !cqueue::more(cqe.flags()) {
+                    st.in_flight -= 1;
+                }
+                if let (OP_SEND, Some(slot)) = (op, st.sources.get_mut(token)) {
+                    slot.sent += cqe.result().max(0) as usize;
+                }
+            }
+        }
+        if st.in_flight > 0 {
+            // Some operation never completed: `state` is leaked, not dropped, rather than
+            // freeing memory the kernel may still use.
+            return;
+        }
+        // What was written and not yet sent goes out as it would after `write` and `close` on
+        // epoll: into the socket buffer, as far as it fits.
+        for (_, slot) in st.sources.iter() {
+            if slot.send_error.is_none() {
+                send_now(slot.fd, &slot.sending[slot.sent.min(slot.sending.len())..]);
+                send_now(slot.fd, &slot.unsent);
+            }
+        }
+        // SAFETY: not used again; nothing is in flight, so the kernel holds no pointer into the
+        // memory freed with it.
+        unsafe { ManuallyDrop::drop(&mut self.state) };
+    }
+}

@@ -1,0 +1,303 @@
+//! Sockets dropped, tasks aborted and runtimes stopped while I/O is in flight. On io_uring the
+//! kernel may still write into (or read from) the reactor's buffers at those moments: these tests
+//! check that nothing breaks, that the bytes written arrive, and that the worker keeps serving.
+//! They run on whichever backend `VOLT_IO` selects (CI runs the suite under both), except
+//! `io_backend_can_be_forced`, which asks for each.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::Shutdown;
+use std::time::Duration;
+
+use common::{connection_payload, guard};
+use volt_rt::net::{TcpListener, TcpStream};
+use volt_rt::{block_on, spawn, IoBackend, Runtime};
+
+/// A connected pair on the current worker: (client, server).
+async fn tcp_pair() -> (TcpStream, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    let (server, _) = listener.accept().await.unwrap();
+    (client, server)
+}
+
+async fn read_to_end(stream: &TcpStream) -> Vec<u8> {
+    let mut out = Vec::new();
+    while stream.read_buf(&mut out).await.unwrap() > 0 {}
+    out
+}
+
+/// Echo a few bytes over a fresh pair: the worker still works.
+async fn echo_still_works() {
+    let (client, server) = tcp_pair().await;
+    client.write_all(b"still alive").await.unwrap();
+    let mut buf = [0u8; 11];
+    let mut got = 0;
+    while got < buf.len() {
+        got += server.read(&mut buf[got..]).await.unwrap();
+    }
+    assert_eq!(&buf, b"still alive");
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn abort_a_task_blocked_in_read() {
+    guard(|| {
+        block_on(async {
+            let (client, server) = tcp_pair().await;
+            let reader = spawn(async move {
+                let mut buf = [0u8; 64];
+                server.read(&mut buf).await.unwrap()
+            });
+            // Let the reader block (on io_uring: its receive is armed in the kernel).
+            for _ in 0..10 {
+                volt_rt::yield_now().await;
+            }
+            reader.abort();
+            assert!(reader.await.is_err(), "the aborted read finished");
+            // The server stream was dropped with the task: the client sees end of stream.
+            assert_eq!(read_to_end(&client).await, b"");
+            echo_still_works().await;
+        });
+    });
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn drop_a_stream_with_a_large_send_in_flight() {
+    guard(|| {
+        block_on(async {
+            let (client, server) = tcp_pair().await;
+            let payload: Vec<u8> = (0..8 << 20).map(|i: u32| (i % 251) as u8).collect();
+            let expected = payload.clone();
+            // The client does not read yet, so the write stalls with bytes in flight; the
+            // writer is aborted there and the stream dropped.
+            let writer = spawn(async move {
+                server.write_all(&payload).await.unwrap();
+                server
+            });
+            for _ in 0..20 {
+                volt_rt::yield_now().await;
+            }
+            writer.abort();
+            let _ = writer.await;
+            let got = read_to_end(&client).await;
+            assert!(!got.is_empty(), "nothing of the write arrived");
+            assert!(
+                got.len() <= expected.len() && got == expected[..got.len()],
+                "the bytes that arrived are not a prefix of the bytes written"
+            );
+            echo_still_works().await;
+        });
+    });
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn bytes_written_before_drop_arrive() {
+    guard(|| {
+        block_on(async {
+            let (client, server) = tcp_pair().await;
+            let payload = connection_payload(3);
+            server.write_all(&payload).await.unwrap();
+            drop(server); // queued bytes still go out, then end of stream
+            assert!(read_to_end(&client).await == payload);
+        });
+    });
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn drop_many_connections_mid_transfer() {
+    const CONNECTIONS: usize = 200;
+    guard(|| {
+        block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = spawn(async move {
+                let mut tasks = Vec::new();
+                for _ in 0..CONNECTIONS {
+                    let (conn, _) = listener.accept().await.unwrap();
+                    tasks.push(spawn(async move {
+                        // Write until the client goes away.
+                        let chunk = vec![b'x'; 64 * 1024];
+                        while conn.write_all(&chunk).await.is_ok() {}
+                    }));
+                }
+                tasks
+            });
+            let mut clients = Vec::new();
+            for i in 0..CONNECTIONS {
+                let client = TcpStream::connect(addr).await.unwrap();
+                client.write_all(&[i as u8; 1000]).await.unwrap();
+                let mut buf = vec![0u8; 10_000];
+                client.read(&mut buf).await.unwrap();
+                clients.push(client);
+            }
+            // Every client drops its end mid-transfer; every server task ends with an error.
+            drop(clients);
+            for task in server.await.unwrap() {
+                task.await.unwrap();
+            }
+            echo_still_works().await;
+        });
+    });
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn receive_buffers_running_out_recover() {
+    // More bytes in flight than the io_uring driver's receive buffers (4 MiB, at most 64 KiB held
+    // per stream, so more than 64 streams holding theirs exhaust them): receives run out
+    // of buffers (`ENOBUFS`) while the readers hold theirs, and must resume when they return.
+    const CONNECTIONS: u64 = 96;
+    guard(|| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let clients = std::thread::spawn(move || {
+            let senders: Vec<_> = (0..CONNECTIONS)
+                .map(|id| {
+                    std::thread::spawn(move || {
+                        let mut c = std::net::TcpStream::connect(addr).unwrap();
+                        c.write_all(&connection_payload(id).repeat(2 + (id % 3) as usize))
+                            .unwrap();
+                        c.shutdown(Shutdown::Write).unwrap();
+                    })
+                })
+                .collect();
+            for s in senders {
+                s.join().unwrap();
+            }
+        });
+        block_on(async move {
+            let listener = TcpListener::from_std(listener).unwrap();
+            let mut conns = Vec::new();
+            for _ in 0..CONNECTIONS {
+                conns.push(listener.accept().await.unwrap().0);
+            }
+            // The first bytes of each (the id is in them), then a pause with every receive armed.
+            let mut firsts = Vec::new();
+            for conn in &conns {
+                let mut buf = Vec::new();
+                conn.read_buf(&mut buf).await.unwrap();
+                firsts.push(buf);
+            }
+            volt_rt::time::sleep(Duration::from_millis(100)).await;
+            let mut total = 0;
+            for (conn, mut got) in conns.iter().zip(firsts) {
+                got.extend(read_to_end(conn).await);
+                let id = (0..CONNECTIONS)
+                    .find(|&id| {
+                        let want = connection_payload(id).repeat(2 + (id % 3) as usize);
+                        got == want
+                    })
+                    .expect("a connection received bytes no client sent");
+                total += id + 1;
+            }
+            assert_eq!(total, CONNECTIONS * (CONNECTIONS + 1) / 2, "some id twice");
+        });
+        clients.join().unwrap();
+    });
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn runtime_shutdown_with_operations_in_flight() {
+    guard(|| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut readers: Vec<_> = (0..4)
+            .map(|_| std::net::TcpStream::connect(addr).unwrap())
+            .collect();
+        let payload = connection_payload(1);
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let sent = payload.clone();
+        rt.run(move |_| {
+            let listener = listener.try_clone().unwrap();
+            let payload = sent.clone();
+            async move {
+                let listener = TcpListener::from_std(listener).unwrap();
+                for i in 0..4 {
+                    let (conn, _) = listener.accept().await.unwrap();
+                    let payload = payload.clone();
+                    // Half the tasks wait in a read that never completes, half in a send the
+                    // peer does not drain yet: the main future returns with all of them pending.
+                    spawn(async move {
+                        if i % 2 == 0 {
+                            let mut buf = [0u8; 16];
+                            let _ = conn.read(&mut buf).await;
+                        } else {
+                            conn.write_all(&payload).await.unwrap();
+                            std::future::pending::<()>().await;
+                        }
+                    });
+                }
+                for _ in 0..20 {
+                    volt_rt::yield_now().await;
+                }
+            }
+        });
+        // `run` returned: every socket is closed, and the sends' bytes arrived before the end.
+        for (i, r) in readers.iter_mut().enumerate() {
+            let mut got = Vec::new();
+            r.read_to_end(&mut got).unwrap();
+            if i % 2 == 1 {
+                assert!(got == payload, "connection {i}: the queued bytes were lost");
+            } else {
+                assert!(got.is_empty());
+            }
+        }
+    });
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // io_uring, TCP
+fn io_backend_can_be_forced() {
+    guard(|| {
+        for backend in [IoBackend::Epoll, IoBackend::Uring] {
+            let built = std::panic::catch_unwind(|| {
+                Runtime::builder()
+                    .workers(1)
+                    .io_backend(backend)
+                    .build()
+                    .unwrap()
+            });
+            let rt = match built {
+                Ok(rt) => rt,
+                Err(panic) => {
+                    // Only io_uring may be missing, and it says so.
+                    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+                    assert_eq!(backend, IoBackend::Uring);
+                    assert!(message.contains("io_uring was requested"), "{message}");
+                    continue;
+                }
+            };
+            assert_eq!(rt.handle().io_backend(), backend);
+            rt.run(|_| echo_still_works());
+        }
+    });
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn accept_reports_the_peer_address() {
+    // On io_uring the accept writes the address into the reactor's buffer: IPv4 and IPv6 both.
+    guard(|| {
+        block_on(async {
+            for host in ["127.0.0.1:0", "[::1]:0"] {
+                let Ok(listener) = TcpListener::bind(host) else {
+                    continue; // no IPv6 loopback here
+                };
+                let client = TcpStream::connect(listener.local_addr().unwrap())
+                    .await
+                    .unwrap();
+                let (server, peer) = listener.accept().await.unwrap();
+                assert_eq!(peer, client.local_addr().unwrap());
+                assert_eq!(server.peer_addr().unwrap(), peer);
+            }
+        });
+    });
+}
