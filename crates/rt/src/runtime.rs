@@ -57,10 +57,10 @@ impl Builder {
 
     /// Creates the runtime. Worker threads start when [`Runtime::run`] is called.
     ///
-    /// # Panics
-    /// If io_uring is asked for (by [`Builder::io_backend`] or `VOLT_IO=uring`) and the kernel
-    /// does not allow it.
+    /// Fails if io_uring is asked for (by [`Builder::io_backend`] or `VOLT_IO=uring`) and the
+    /// kernel does not allow it, or if `VOLT_IO` is neither `epoll`, `uring` nor `auto`.
     pub fn build(self) -> io::Result<Runtime> {
+        let io_backend = IoBackend::resolve(self.io_backend)?;
         if let Some(n) = self.max_blocking_threads {
             crate::blocking::set_max_threads(n);
         }
@@ -68,7 +68,7 @@ impl Builder {
             .map(|_| Shared::new())
             .collect::<io::Result<Vec<_>>>()?;
         Ok(Runtime {
-            shared: RuntimeShared::new(workers, IoBackend::resolve(self.io_backend)),
+            shared: RuntimeShared::new(workers, io_backend),
             pin_to_cores: self.pin_to_cores,
             thread_name: self.thread_name,
         })
@@ -199,9 +199,13 @@ impl Runtime {
 /// });
 /// assert_eq!(answer, 42);
 /// ```
+///
+/// # Panics
+/// If `VOLT_IO` forces io_uring where the kernel does not allow it (or holds a bad value).
 pub fn block_on<F: Future>(future: F) -> F::Output {
     let shared = Shared::new().expect("creating an eventfd");
-    let runtime = RuntimeShared::new(vec![shared.clone()], IoBackend::resolve(None));
+    let backend = IoBackend::resolve(None).unwrap_or_else(|e| panic!("{e}"));
+    let runtime = RuntimeShared::new(vec![shared.clone()], backend);
     let core = Core::new(0, shared, runtime).expect("creating the reactor");
     run_core(core, future)
 }

@@ -41,7 +41,7 @@ fn main() -> std::io::Result<()> {
     println!(
         "listening on http://{} (I/O: {})",
         server.local_addr(),
-        volt::rt::IoBackend::auto()
+        volt::rt::IoBackend::auto()?
     );
     server.serve(app)
 }

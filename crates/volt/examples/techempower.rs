@@ -46,7 +46,7 @@ fn main() -> std::io::Result<()> {
     eprintln!(
         "techempower: http://{} with {workers} worker(s), on {}",
         server.local_addr(),
-        volt::rt::IoBackend::auto()
+        volt::rt::IoBackend::auto()?
     );
     server.serve(app)
 }

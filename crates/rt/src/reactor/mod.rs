@@ -32,26 +32,38 @@ impl IoBackend {
     /// The backend to use: `requested` if set, else `VOLT_IO` (`epoll` or `uring`), else io_uring
     /// when the kernel lets this process set up a ring, else epoll.
     ///
-    /// # Panics
-    /// When io_uring is asked for (by the builder or `VOLT_IO=uring`) and unavailable, or when
-    /// `VOLT_IO` holds anything else: a forced choice that silently changed would make benchmarks
-    /// and CI lie.
-    pub(crate) fn resolve(requested: Option<IoBackend>) -> IoBackend {
-        let requested = requested.or_else(|| match std::env::var("VOLT_IO").as_deref() {
-            Ok("epoll") => Some(IoBackend::Epoll),
-            Ok("uring") | Ok("io_uring") => Some(IoBackend::Uring),
-            Ok("") | Ok("auto") | Err(_) => None,
-            Ok(other) => panic!("VOLT_IO={other:?}: expected epoll, uring or auto"),
-        });
-        match requested {
+    /// Fails when io_uring is asked for (by the builder or `VOLT_IO=uring`) and unavailable, or
+    /// when `VOLT_IO` holds anything else: a forced choice that silently changed would make
+    /// benchmarks and CI lie.
+    pub(crate) fn resolve(requested: Option<IoBackend>) -> io::Result<IoBackend> {
+        let requested = match requested {
+            Some(backend) => Some(backend),
+            None => match std::env::var("VOLT_IO").as_deref() {
+                Ok("epoll") => Some(IoBackend::Epoll),
+                Ok("uring") | Ok("io_uring") => Some(IoBackend::Uring),
+                Ok("") | Ok("auto") | Err(_) => None,
+                Ok(other) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("VOLT_IO={other:?}: expected epoll, uring or auto"),
+                    ))
+                }
+            },
+        };
+        Ok(match requested {
             Some(IoBackend::Epoll) => IoBackend::Epoll,
             Some(IoBackend::Uring) => match uring_probe() {
                 Ok(()) => IoBackend::Uring,
-                Err(e) => panic!("io_uring was requested but is unavailable: {e}"),
+                Err(e) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        format!("io_uring was requested but is unavailable: {e}"),
+                    ))
+                }
             },
             None if uring_probe().is_ok() => IoBackend::Uring,
             None => IoBackend::Epoll,
-        }
+        })
     }
 
     /// What a runtime built without [`Builder::io_backend`](crate::Builder::io_backend) uses
@@ -59,9 +71,10 @@ impl IoBackend {
     /// volt-rt itself prints nothing: a library writing to stderr on its own is noise in its
     /// users' logs, so the binaries say it.
     ///
-    /// # Panics
-    /// As [`Builder::build`](crate::Builder::build): `VOLT_IO=uring` without io_uring.
-    pub fn auto() -> IoBackend {
+    /// # Errors
+    /// As [`Builder::build`](crate::Builder::build): `VOLT_IO=uring` without io_uring, or
+    /// `VOLT_IO` set to something else than `epoll`, `uring` or `auto`.
+    pub fn auto() -> io::Result<IoBackend> {
         IoBackend::resolve(None)
     }
 
