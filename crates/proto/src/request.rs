@@ -791,5 +791,7 @@ mod tests {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 mod differential;
+#[cfg(fuzzing)]
+pub use differential::fuzz_request_head;
