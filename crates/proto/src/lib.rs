@@ -75,6 +75,9 @@ pub use encode::{
 };
 pub use error::ParseError;
 pub use http::{HeaderName, HeaderValue, Method, StatusCode, Version};
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub use request::fuzz_request_head;
 pub use request::{parse_request, parse_request_into, RequestHead};
 pub use response::{parse_response, ResponseHead};
 

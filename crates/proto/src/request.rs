@@ -790,3 +790,8 @@ mod tests {
         }
     }
 }
+
+#[cfg(any(test, fuzzing))]
+mod differential;
+#[cfg(fuzzing)]
+pub use differential::fuzz_request_head;
