@@ -16,13 +16,13 @@ use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::{pin, Pin};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::{Method, StatusCode, Version};
 use volt_proto::{BodyDecoder, BodyKind, ParseError, RequestHead};
-use volt_rt::net::TcpStream;
 use volt_rt::time::{sleep_until, Sleep};
 
 use crate::body::BodyKind as OutBody;
@@ -30,6 +30,7 @@ use crate::request::RequestBody;
 use crate::response::{IntoResponse, Response};
 use crate::server::Worker;
 use crate::service::Service;
+use crate::transport::Transport;
 use crate::{Error, Request};
 
 /// Responses are flushed early once the write buffer holds this much.
@@ -43,7 +44,7 @@ const BODY_READ: usize = 64 * 1024;
 
 /// The socket and both buffers of a connection.
 pub(crate) struct ConnIo {
-    stream: TcpStream,
+    stream: Transport,
     read_buf: RefCell<BytesMut>,
     write_buf: RefCell<Vec<u8>>,
     worker: Rc<Worker>,
@@ -52,19 +53,24 @@ pub(crate) struct ConnIo {
     /// The deadline of whatever the connection waits for (reset, never recreated).
     timer: RefCell<Sleep>,
     remote: SocketAddr,
+    /// Cleartext, and no request yet: an HTTP/2 preface here switches to HTTP/2.
+    h2_possible: Cell<bool>,
 }
 
 /// What the connection does after a response.
 enum Next {
     KeepAlive,
     Close,
+    /// The client opened with the HTTP/2 preface (prior knowledge).
+    Http2,
 }
 
 /// Wraps an accepted socket. Done before the connection's task is spawned, so the task's
 /// future holds one `Rc` instead of the socket, address and worker (an async block keeps its
 /// captures for its whole life, and every idle connection pays for them).
-pub(crate) fn new_conn(stream: TcpStream, remote: SocketAddr, worker: Rc<Worker>) -> Rc<ConnIo> {
+pub(crate) fn new_conn(stream: Transport, remote: SocketAddr, worker: Rc<Worker>) -> Rc<ConnIo> {
     let _ = stream.set_nodelay(true);
+    let h2_possible = Cell::new(matches!(stream, Transport::Tcp(_)));
     Rc::new(ConnIo {
         stream,
         read_buf: RefCell::new(BytesMut::new()),
@@ -73,10 +79,11 @@ pub(crate) fn new_conn(stream: TcpStream, remote: SocketAddr, worker: Rc<Worker>
         writable: Cell::new(true),
         timer: RefCell::new(sleep_until(Instant::now())),
         remote,
+        h2_possible,
     })
 }
 
-pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: &S, slot: usize) {
+pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usize) {
     let worker = &io.worker;
     let config = &worker.config;
     // When the first byte of an unfinished head arrived; bounds a slowloris.
@@ -87,9 +94,11 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: &S, slot: usize) 
         // this loop (measured: the whole connection future went from 2 KiB to a few hundred
         // bytes, which is most of the idle-connection memory).
         if !io.read_buf.borrow().is_empty() {
-            let batch = Box::pin(process(&io, service, &mut head_started));
-            if let Next::Close = batch.await {
-                return;
+            let batch = Box::pin(process(&io, &*service, &mut head_started));
+            match batch.await {
+                Next::KeepAlive => {}
+                Next::Close => return,
+                Next::Http2 => return switch_to_h2(io, service).await,
             }
         }
         let idle = io.read_buf.borrow().is_empty();
@@ -128,6 +137,25 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: &S, slot: usize) 
     }
 }
 
+/// Hands a cleartext connection that opened with the HTTP/2 preface to the HTTP/2 driver,
+/// with the bytes read so far.
+async fn switch_to_h2<S: Service>(io: Rc<ConnIo>, service: Arc<S>) {
+    // No request was started, so nothing else holds the connection.
+    let Ok(io) = Rc::try_unwrap(io) else { return };
+    let Some(stream) = io.stream.into_tcp() else {
+        return;
+    };
+    let read = io.read_buf.into_inner().freeze();
+    let write = io.write_buf.into_inner();
+    io.worker.give_write_buf(write);
+    // Boxed: an HTTP/2 connection's state is large, and HTTP/1 connections should not carry
+    // its size in their futures.
+    Box::pin(crate::h2::serve(
+        stream, read, io.remote, io.worker, service,
+    ))
+    .await;
+}
+
 /// Parses and answers every complete request in the read buffer, then writes the responses.
 async fn process<S: Service>(
     io: &Rc<ConnIo>,
@@ -141,6 +169,14 @@ async fn process<S: Service>(
             if buf.is_empty() {
                 break;
             }
+            let n = buf.len().min(volt_proto::H2_PREFACE.len());
+            if io.h2_possible.get() && buf[..n] == volt_proto::H2_PREFACE[..n] {
+                if n < volt_proto::H2_PREFACE.len() {
+                    break; // the rest of the preface (or of an HTTP/1 `P...`) is on its way
+                }
+                return Next::Http2;
+            }
+            io.h2_possible.set(false);
             volt_proto::parse_request(&buf, &io.worker.limits)
         };
         match parsed {
@@ -469,7 +505,8 @@ impl ConnIo {
         let result = self
             .until(deadline, |cx| loop {
                 if written == bytes.len() {
-                    return Poll::Ready(Ok(()));
+                    // TLS may still hold the last record.
+                    return self.stream.poll_flush(cx).map_err(|_| ());
                 }
                 match self.stream.poll_write(cx, &bytes[written..]) {
                     Poll::Ready(Ok(0)) => return Poll::Ready(Err(())),

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use volt_proto::{HeaderSpans, RequestHead, Span};
 
 use crate::conn::BodyReader;
+use crate::h2::H2Body;
 use crate::Error;
 
 /// An HTTP request as a handler sees it.
@@ -71,6 +72,37 @@ impl Request {
                 target: parsed.target,
                 path_end,
                 headers: parsed.headers,
+                params: Params::default(),
+                state: None,
+                remote_addr,
+                body,
+            }),
+        }
+    }
+
+    /// A request from parts already taken apart (HTTP/2): `target` and `headers` are spans of
+    /// `head`.
+    pub(crate) fn from_parts(
+        head: Bytes,
+        method: Method,
+        version: Version,
+        target: Span,
+        headers: HeaderSpans,
+        remote_addr: Option<SocketAddr>,
+        body: RequestBody,
+    ) -> Request {
+        let path_end = match target.get(&head).iter().position(|&b| b == b'?') {
+            Some(i) => target.start + i as u32,
+            None => target.end,
+        };
+        Request {
+            p: Box::new(Parts {
+                head,
+                method,
+                version,
+                target,
+                path_end,
+                headers,
                 params: Params::default(),
                 state: None,
                 remote_addr,
@@ -305,6 +337,7 @@ enum RequestBodyKind {
     Empty,
     Full(Option<Bytes>),
     H1(Rc<BodyReader>),
+    H2(Box<H2Body>),
 }
 
 impl RequestBody {
@@ -317,6 +350,12 @@ impl RequestBody {
     pub(crate) fn h1(reader: Rc<BodyReader>) -> RequestBody {
         RequestBody {
             kind: RequestBodyKind::H1(reader),
+        }
+    }
+
+    pub(crate) fn h2(body: H2Body) -> RequestBody {
+        RequestBody {
+            kind: RequestBodyKind::H2(Box::new(body)),
         }
     }
 
@@ -334,6 +373,20 @@ impl RequestBody {
             RequestBodyKind::Empty => Ok(None),
             RequestBodyKind::Full(b) => Ok(b.take()),
             RequestBodyKind::H1(reader) => reader.chunk().await,
+            RequestBodyKind::H2(body) => body.chunk().await,
+        }
+    }
+
+    /// The trailer fields sent after the body, reading what is left of the body first.
+    /// HTTP/2 only: over HTTP/1 a chunked trailer section is parsed and dropped, so this is
+    /// `Ok(None)` there.
+    pub async fn trailers(&mut self) -> Result<Option<http::HeaderMap>, Error> {
+        match &mut self.kind {
+            RequestBodyKind::H2(body) => body.trailers().await,
+            _ => {
+                while self.chunk().await?.is_some() {}
+                Ok(None)
+            }
         }
     }
 
