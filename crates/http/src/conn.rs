@@ -170,14 +170,22 @@ async fn process<S: Service>(
                 break;
             }
             let n = buf.len().min(volt_proto::H2_PREFACE.len());
-            if io.h2_possible.get() && buf[..n] == volt_proto::H2_PREFACE[..n] {
+            let fresh = io.h2_possible.get();
+            if fresh && buf[..n] == volt_proto::H2_PREFACE[..n] {
                 if n < volt_proto::H2_PREFACE.len() {
                     break; // the rest of the preface (or of an HTTP/1 `P...`) is on its way
                 }
                 return Next::Http2;
             }
             io.h2_possible.set(false);
-            volt_proto::parse_request(&buf, &io.worker.limits)
+            let parsed = volt_proto::parse_request(&buf, &io.worker.limits);
+            // Neither HTTP/1 nor the HTTP/2 preface (say, a broken HTTP/2 client): an HTTP/1
+            // error response would only be garbage to it, so just close (RFC 9113 §3.4).
+            if fresh && matches!(parsed, Err(ParseError::InvalidVersion)) && !looks_like_http1(&buf)
+            {
+                return Next::Close;
+            }
+            parsed
         };
         match parsed {
             Ok(None) => {
@@ -360,6 +368,14 @@ async fn call<S: Service>(io: &ConnIo, service: &S, req: Request) -> Option<Resp
     }
     io.flush().await;
     poll_fn(poll).await
+}
+
+/// Whether a first line whose version did not parse still reads as an HTTP/1 request line:
+/// its target has an HTTP/1 form (origin `/...`, asterisk, absolute `scheme://...`).
+fn looks_like_http1(buf: &[u8]) -> bool {
+    let line = buf.split(|&b| b == b'\n').next().unwrap_or(buf);
+    let target = line.split(|&b| b == b' ').nth(1).unwrap_or(b"");
+    target.starts_with(b"/") || target == b"*" || target.windows(3).any(|w| w == b"://")
 }
 
 #[derive(Clone, Copy)]

@@ -176,7 +176,10 @@ async fn serve_stream<S: Service>(
     let config = &shared.0.worker.config;
     let (parts, body) = req.into_parts();
     let is_head = parts.method == Method::HEAD;
-    let response = match to_request(parts, body, shared.0.remote, config) {
+    // Shared with the request's body, so what the handler leaves unread can be drained after
+    // the response.
+    let recv = (!body.is_end_stream()).then(|| Rc::new(RefCell::new(body)));
+    let response = match to_request(parts, recv.clone(), shared.0.remote, config) {
         Err(e) => Some(e.into_response()),
         Ok(request) => {
             let mut fut = pin!(shared.0.service.call(request));
@@ -201,13 +204,40 @@ async fn serve_stream<S: Service>(
     if let Some(response) = response {
         send_response(&mut respond, response, is_head, config).await;
     }
+    if let Some(recv) = recv {
+        drain(&recv, config.max_drain_bytes, config.body_read_timeout).await;
+    }
+}
+
+/// After the response: reads and discards what the client still sends of the request body, up
+/// to `max` bytes, as HTTP/1 does. Waiting for the client to end (or reset) its side keeps the
+/// stream's state exact: a frame the client sends on it afterwards is the protocol error it
+/// is, not something ignored on a stream we reset. Beyond `max` or `timeout` the stream is
+/// reset (dropping the last handle sends `RST_STREAM`).
+async fn drain(recv: &RefCell<RecvStream>, max: u64, timeout: Duration) {
+    let mut left = max;
+    let read_rest = poll_fn(|cx| loop {
+        let mut recv = recv.borrow_mut();
+        match recv.poll_data(cx) {
+            Poll::Ready(Some(Ok(data))) => {
+                let _ = recv.flow_control().release_capacity(data.len());
+                match left.checked_sub(data.len() as u64) {
+                    Some(l) => left = l,
+                    None => return Poll::Ready(()),
+                }
+            }
+            Poll::Ready(_) => return Poll::Ready(()),
+            Poll::Pending => return Poll::Pending,
+        }
+    });
+    let _ = volt_rt::time::timeout(timeout, read_rest).await;
 }
 
 /// Builds volt's [`Request`] from an h2 request: the target and header fields are copied into
 /// one buffer that the request's spans point into, as an HTTP/1 head would be.
 fn to_request(
     parts: http::request::Parts,
-    body: RecvStream,
+    body: Option<Rc<RefCell<RecvStream>>>,
     remote: SocketAddr,
     config: &Config,
 ) -> Result<Request, Error> {
@@ -258,15 +288,14 @@ fn to_request(
         let value = push(&mut head, value.as_bytes());
         headers.push(HeaderSpan { name, value });
     }
-    let body = if body.is_end_stream() {
-        RequestBody::empty()
-    } else {
-        RequestBody::h2(H2Body {
-            recv: body,
+    let body = match body {
+        None => RequestBody::empty(),
+        Some(recv) => RequestBody::h2(H2Body {
+            recv,
             received: 0,
             max: config.max_body_bytes,
             timeout: config.body_read_timeout,
-        })
+        }),
     };
     Ok(Request::from_parts(
         head.freeze(),
@@ -291,7 +320,7 @@ fn push(head: &mut BytesMut, bytes: &[u8]) -> Span {
 /// A request body arriving on an HTTP/2 stream. Window is given back to the client as the
 /// handler takes each chunk: flow control is the backpressure.
 pub(crate) struct H2Body {
-    recv: RecvStream,
+    recv: Rc<RefCell<RecvStream>>,
     received: u64,
     max: u64,
     timeout: Duration,
@@ -299,7 +328,9 @@ pub(crate) struct H2Body {
 
 impl H2Body {
     pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, Error> {
-        let next = volt_rt::time::timeout(self.timeout, poll_fn(|cx| self.recv.poll_data(cx)));
+        let recv = &*self.recv;
+        let next =
+            volt_rt::time::timeout(self.timeout, poll_fn(|cx| recv.borrow_mut().poll_data(cx)));
         match next.await {
             Err(_) => Err(Error::new(
                 StatusCode::REQUEST_TIMEOUT,
@@ -309,7 +340,10 @@ impl H2Body {
             Ok(Some(Err(e))) => Err(Error::bad_request(format!("request body: {e}"))),
             Ok(Some(Ok(data))) => {
                 // Fails only if the stream is already gone; the next read reports that.
-                let _ = self.recv.flow_control().release_capacity(data.len());
+                let _ = recv
+                    .borrow_mut()
+                    .flow_control()
+                    .release_capacity(data.len());
                 self.received += data.len() as u64;
                 if self.received > self.max {
                     return Err(Error::new(
@@ -325,7 +359,8 @@ impl H2Body {
     /// The trailer fields, once the body has been read to its end.
     pub(crate) async fn trailers(&mut self) -> Result<Option<HeaderMap>, Error> {
         while self.chunk().await?.is_some() {}
-        poll_fn(|cx| self.recv.poll_trailers(cx))
+        let recv = &*self.recv;
+        poll_fn(|cx| recv.borrow_mut().poll_trailers(cx))
             .await
             .map_err(|e| Error::bad_request(format!("request trailers: {e}")))
     }
