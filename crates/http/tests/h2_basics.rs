@@ -89,12 +89,7 @@ fn app(gate: Arc<Gate>) -> Router {
                 let mut out = http::HeaderMap::new();
                 out.insert("x-done", "yes".parse().unwrap());
                 let reply = format!("{} bytes, checksum {checksum}", body.len());
-                Ok::<_, volt_http::Error>(
-                    Response::text(reply).with_body(
-                        Body::from(format!("{} bytes, checksum {checksum}", body.len()))
-                            .with_trailers(out),
-                    ),
-                )
+                Ok::<_, volt_http::Error>(Response::text(Body::from(reply).with_trailers(out)))
             }),
         )
         .route(
