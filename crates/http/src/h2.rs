@@ -201,16 +201,24 @@ async fn serve_stream<S: Service>(
             .await
         }
     };
-    if let Some(response) = response {
-        send_response(&mut respond, response, is_head, config).await;
-    }
+    let Some(response) = response else { return };
+    // A client still sending its request gets the end of the response only once its side is
+    // done too (or the drain below gave up): ending ours first would close the stream's send
+    // side, after which h2 no longer checks what the client sends on it (h2spec 6.9.1/3 sends
+    // an overflowing WINDOW_UPDATE there).
+    let hold_end = recv.as_ref().is_some_and(|r| !r.borrow().is_end_stream());
+    let ending = send_response(&mut respond, response, is_head, hold_end, config).await;
     if let Some(recv) = recv {
         drain(&recv, config.max_drain_bytes, config.body_read_timeout).await;
     }
+    if let Some(ending) = ending {
+        ending.send();
+    }
 }
 
-/// After the response: reads and discards what the client still sends of the request body, up
-/// to `max` bytes, as HTTP/1 does. Waiting for the client to end (or reset) its side keeps the
+/// After the response (all but its end, when the client was still sending): reads and
+/// discards what the client still sends of the request body, up to `max` bytes, as HTTP/1
+/// does. Waiting for the client to end (or reset) its side keeps the
 /// stream's state exact: a frame the client sends on it afterwards is the protocol error it
 /// is, not something ignored on a stream we reset. Beyond `max` or `timeout` the stream is
 /// reset (dropping the last handle sends `RST_STREAM`).
@@ -366,13 +374,16 @@ impl H2Body {
     }
 }
 
-/// Sends volt's response on the stream: head, body (within flow control), trailers.
+/// Sends volt's response on the stream: head, body (within flow control), trailers. With
+/// `hold_end` (the client is still sending its request), or when the body was streamed, the
+/// end of the stream is returned to be sent by the caller.
 async fn send_response(
     respond: &mut SendResponse<Bytes>,
     mut response: Response,
     is_head: bool,
+    hold_end: bool,
     config: &Config,
-) {
+) -> Option<Ending> {
     let body = response.take_body();
     let status = response.status;
     let bodiless_status = status.is_informational()
@@ -403,32 +414,35 @@ async fn send_response(
     let take_trailers = || trailers.and_then(|t| t.take());
     match body.kind {
         BodyKind::Full(bytes) => {
-            if no_body || bytes.is_empty() {
+            let trailers = take_trailers();
+            let bytes = if no_body { Bytes::new() } else { bytes };
+            if bytes.is_empty() && trailers.is_none() && !hold_end {
                 let _ = respond.send_response(head, true);
-                return;
+                return None;
             }
-            let Ok(mut send) = respond.send_response(head, false) else {
-                return;
-            };
-            // Already in memory: h2 queues it and sends it as the window allows.
-            match take_trailers() {
-                None => {
-                    let _ = send.send_data(bytes, true);
-                }
-                Some(t) => {
-                    let _ = send.send_data(bytes, false);
-                    let _ = send.send_trailers(t);
+            let mut send = respond.send_response(head, false).ok()?;
+            if !bytes.is_empty() {
+                // Already in memory: h2 queues it and sends it as the window allows.
+                let end = trailers.is_none() && !hold_end;
+                let _ = send.send_data(bytes, end);
+                if end {
+                    return None;
                 }
             }
+            Some(Ending { send, trailers })
         }
         BodyKind::Stream { mut stream, len } => {
-            if no_body {
+            if no_body && !hold_end {
                 let _ = respond.send_response(head, true);
-                return;
+                return None;
             }
-            let Ok(mut send) = respond.send_response(head, false) else {
-                return;
-            };
+            let mut send = respond.send_response(head, false).ok()?;
+            if no_body {
+                return Some(Ending {
+                    send,
+                    trailers: None,
+                });
+            }
             let mut sent: u64 = 0;
             loop {
                 match poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
@@ -438,29 +452,41 @@ async fn send_response(
                             || send_chunk(&mut send, chunk).await.is_err()
                         {
                             send.send_reset(Reason::INTERNAL_ERROR);
-                            return;
+                            return None;
                         }
                     }
                     Some(Err(_)) => {
                         send.send_reset(Reason::INTERNAL_ERROR);
-                        return;
+                        return None;
                     }
                     None => break,
                 }
             }
             if len.is_some_and(|n| sent != n) {
                 send.send_reset(Reason::INTERNAL_ERROR);
-                return;
+                return None;
             }
-            match take_trailers() {
-                Some(t) => {
-                    let _ = send.send_trailers(t);
-                }
-                None => {
-                    let _ = send.send_data(Bytes::new(), true);
-                }
-            }
+            Some(Ending {
+                send,
+                trailers: take_trailers(),
+            })
         }
+    }
+}
+
+/// The end of a response not sent yet: `END_STREAM` on an empty DATA frame, or the trailers
+/// that carry it.
+struct Ending {
+    send: SendStream<Bytes>,
+    trailers: Option<HeaderMap>,
+}
+
+impl Ending {
+    fn send(mut self) {
+        let _ = match self.trailers {
+            Some(t) => self.send.send_trailers(t),
+            None => self.send.send_data(Bytes::new(), true),
+        };
     }
 }
 
