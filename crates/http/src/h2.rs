@@ -81,6 +81,7 @@ pub(crate) async fn serve<T, S>(
         inner: io,
         scanner: FrameScanner::default(),
         guard: guard.clone(),
+        staging: Vec::new(),
     };
     let handshake = builder(&config).handshake::<_, Bytes>(io);
     let mut conn = match volt_rt::time::timeout(config.header_read_timeout, handshake).await {
@@ -640,7 +641,15 @@ struct GuardedIo<T> {
     inner: T,
     scanner: FrameScanner,
     guard: Rc<FloodGuard>,
+    /// Reads land here first. `h2` hands over a fresh, uninitialized buffer for every read, which
+    /// volt-rt's safe `tokio::io` adapter would zero in full each time (measured with callgrind:
+    /// 15% of all instructions at 32 streams per connection); reading into this initialized
+    /// buffer and copying out only the bytes read costs a small `memcpy` instead.
+    staging: Vec<u8>,
 }
+
+/// Size of [`GuardedIo`]'s staging buffer: one maximum-size frame of the default settings.
+const STAGING: usize = 16 * 1024 + 9;
 
 impl<T: AsyncRead + Unpin> AsyncRead for GuardedIo<T> {
     fn poll_read(
@@ -658,8 +667,13 @@ impl<T: AsyncRead + Unpin> AsyncRead for GuardedIo<T> {
             let n = this.prefix.len().min(buf.remaining());
             buf.put_slice(&this.prefix.split_to(n));
         } else {
-            match Pin::new(&mut this.inner).poll_read(cx, buf) {
-                Poll::Ready(Ok(())) => {}
+            if this.staging.is_empty() {
+                this.staging = vec![0; STAGING];
+            }
+            let n = buf.remaining().min(STAGING);
+            let mut staged = ReadBuf::new(&mut this.staging[..n]);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut staged) {
+                Poll::Ready(Ok(())) => buf.put_slice(staged.filled()),
                 other => return other,
             }
         }
