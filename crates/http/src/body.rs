@@ -10,6 +10,7 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use futures_core::Stream;
+use http::HeaderMap;
 
 /// A stream of body chunks; an error ends the response (the connection is closed).
 pub type BodyStream = Pin<Box<dyn Stream<Item = io::Result<Bytes>>>>;
@@ -23,6 +24,25 @@ pub type BodyStream = Pin<Box<dyn Stream<Item = io::Result<Bytes>>>>;
 /// large body never sits in memory.
 pub struct Body {
     pub(crate) kind: BodyKind,
+    /// Trailer fields sent after the body (HTTP/2; HTTP/1 does not send them).
+    pub(crate) trailers: Option<Trailers>,
+}
+
+/// Where a body's trailer fields come from.
+pub(crate) enum Trailers {
+    Fixed(HeaderMap),
+    /// Set by [`BodySender::send_trailers`] before the body ends.
+    Channel(Rc<RefCell<Slot>>),
+}
+
+impl Trailers {
+    /// The fields, once the body has ended.
+    pub(crate) fn take(self) -> Option<HeaderMap> {
+        match self {
+            Trailers::Fixed(map) => Some(map),
+            Trailers::Channel(slot) => slot.borrow_mut().trailers.take(),
+        }
+    }
 }
 
 pub(crate) enum BodyKind {
@@ -38,6 +58,7 @@ impl Body {
     pub fn empty() -> Body {
         Body {
             kind: BodyKind::Full(Bytes::new()),
+            trailers: None,
         }
     }
 
@@ -48,6 +69,7 @@ impl Body {
                 stream: Box::pin(stream),
                 len: None,
             },
+            trailers: None,
         }
     }
 
@@ -59,6 +81,7 @@ impl Body {
                 stream: Box::pin(stream),
                 len: Some(len),
             },
+            trailers: None,
         }
     }
 
@@ -66,10 +89,19 @@ impl Body {
     /// previous chunk was taken by the connection: the writer goes at the socket's pace.
     pub fn channel() -> (BodySender, Body) {
         let shared = Rc::new(RefCell::new(Slot::default()));
-        let body = Body::stream(ChannelStream {
+        let mut body = Body::stream(ChannelStream {
             shared: shared.clone(),
         });
+        body.trailers = Some(Trailers::Channel(shared.clone()));
         (BodySender { shared }, body)
+    }
+
+    /// Sends `trailers` after the body (HTTP/2 only: HTTP/1 responses go without them). For
+    /// trailers known only at the end of a [`Body::channel`], use
+    /// [`BodySender::send_trailers`].
+    pub fn with_trailers(mut self, trailers: HeaderMap) -> Body {
+        self.trailers = Some(Trailers::Fixed(trailers));
+        self
     }
 
     /// The length, if known.
@@ -133,13 +165,15 @@ impl From<Bytes> for Body {
     fn from(b: Bytes) -> Body {
         Body {
             kind: BodyKind::Full(b),
+            trailers: None,
         }
     }
 }
 
 #[derive(Default)]
-struct Slot {
+pub(crate) struct Slot {
     chunk: Option<io::Result<Bytes>>,
+    trailers: Option<HeaderMap>,
     closed: bool,
     sender_waiting: Option<Waker>,
     receiver_waiting: Option<Waker>,
@@ -175,6 +209,11 @@ impl BodySender {
             Poll::Ready(Ok(()))
         })
         .await
+    }
+
+    /// Ends the body with trailer fields (HTTP/2 only: an HTTP/1 response ends without them).
+    pub fn send_trailers(self, trailers: HeaderMap) {
+        self.shared.borrow_mut().trailers = Some(trailers);
     }
 
     /// Ends the body with an error: the connection is closed without finishing the response, so

@@ -1,4 +1,4 @@
-//! Server limits and timeouts.
+//! Server limits and timeouts, HTTP/1 and HTTP/2.
 
 use std::time::Duration;
 
@@ -39,6 +39,30 @@ pub struct Config {
     pub shutdown_timeout: Duration,
     /// The `Server` header value; `None` sends no `Server` header. Default `volt`.
     pub server_name: Option<String>,
+    /// HTTP/2: streams one client may have open at once (`SETTINGS_MAX_CONCURRENT_STREAMS`).
+    /// Default 256.
+    pub h2_max_concurrent_streams: u32,
+    /// HTTP/2: the flow-control window of each request body, in bytes: how much a client may
+    /// send before the handler reads. Default 256 KiB.
+    pub h2_initial_stream_window: u32,
+    /// HTTP/2: the window shared by all request bodies of a connection. Default 1 MiB.
+    pub h2_initial_connection_window: u32,
+    /// HTTP/2: the largest decoded header list (`SETTINGS_MAX_HEADER_LIST_SIZE`); larger ones
+    /// are refused. Default 16 KiB, as [`Config::max_head_bytes`].
+    pub h2_max_header_list_size: u32,
+    /// HTTP/2: the largest frame payload the server accepts (`SETTINGS_MAX_FRAME_SIZE`,
+    /// 16 KiB to 16 MiB). Default 16 KiB.
+    pub h2_max_frame_size: u32,
+    /// HTTP/2 flood defence: PING, SETTINGS and RST_STREAM frames a client may send in a
+    /// burst; the allowance refills in full every ten seconds. A client past it gets GOAWAY
+    /// (`ENHANCE_YOUR_CALM`) and is closed. Default 1,000.
+    pub h2_max_control_frames: u32,
+    /// HTTP/2 rapid-reset defence (CVE-2023-44487): streams a client may open and reset before
+    /// the server took them up; GOAWAY beyond. Default 20.
+    pub h2_max_pending_accept_reset_streams: usize,
+    /// HTTP/2: streams the server may have to reset because the client broke the protocol on
+    /// them, before it sends GOAWAY. Default 1,024.
+    pub h2_max_local_error_reset_streams: usize,
 }
 
 impl Default for Config {
@@ -56,6 +80,14 @@ impl Default for Config {
             max_drain_bytes: 64 * 1024,
             shutdown_timeout: Duration::from_secs(30),
             server_name: Some("volt".into()),
+            h2_max_concurrent_streams: 256,
+            h2_initial_stream_window: 256 * 1024,
+            h2_initial_connection_window: 1024 * 1024,
+            h2_max_header_list_size: 16 * 1024,
+            h2_max_frame_size: 16 * 1024,
+            h2_max_control_frames: 1000,
+            h2_max_pending_accept_reset_streams: 20,
+            h2_max_local_error_reset_streams: 1024,
         }
     }
 }

@@ -16,13 +16,13 @@ use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::{pin, Pin};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::{Method, StatusCode, Version};
 use volt_proto::{BodyDecoder, BodyKind, ParseError};
-use volt_rt::net::TcpStream;
 use volt_rt::time::{sleep_until, Sleep};
 
 use crate::body::BodyKind as OutBody;
@@ -30,6 +30,7 @@ use crate::request::{Parts, RequestBody};
 use crate::response::{IntoResponse, Response};
 use crate::server::{Worker, READ_BUF};
 use crate::service::Service;
+use crate::transport::Transport;
 use crate::{Error, Request};
 
 /// Responses are flushed early once the write buffer holds this much.
@@ -47,7 +48,7 @@ const BODY_READ: usize = 64 * 1024;
 
 /// The socket and both buffers of a connection.
 pub(crate) struct ConnIo {
-    stream: TcpStream,
+    stream: Transport,
     read_buf: RefCell<BytesMut>,
     write_buf: RefCell<Vec<u8>>,
     worker: Rc<Worker>,
@@ -58,6 +59,8 @@ pub(crate) struct ConnIo {
     /// The deadline of whatever the connection waits for (reset, never recreated).
     timer: RefCell<Sleep>,
     remote: SocketAddr,
+    /// Cleartext, and no request yet: an HTTP/2 preface here switches to HTTP/2.
+    h2_possible: Cell<bool>,
 }
 
 /// Where a connection stands with Nagle's algorithm.
@@ -85,12 +88,15 @@ const SMALL_FIRST_WRITE: usize = 1200;
 enum Next {
     KeepAlive,
     Close,
+    /// The client opened with the HTTP/2 preface (prior knowledge).
+    Http2,
 }
 
 /// Wraps an accepted socket. Done before the connection's task is spawned, so the task's
 /// future holds one `Rc` instead of the socket, address and worker (an async block keeps its
 /// captures for its whole life, and every idle connection pays for them).
-pub(crate) fn new_conn(stream: TcpStream, remote: SocketAddr, worker: Rc<Worker>) -> Rc<ConnIo> {
+pub(crate) fn new_conn(stream: Transport, remote: SocketAddr, worker: Rc<Worker>) -> Rc<ConnIo> {
+    let h2_possible = Cell::new(matches!(stream, Transport::Tcp(_)));
     Rc::new(ConnIo {
         stream,
         read_buf: RefCell::new(BytesMut::new()),
@@ -100,10 +106,11 @@ pub(crate) fn new_conn(stream: TcpStream, remote: SocketAddr, worker: Rc<Worker>
         nagle: Cell::new(Nagle::Untouched),
         timer: RefCell::new(sleep_until(Instant::now())),
         remote,
+        h2_possible,
     })
 }
 
-pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: &S, slot: usize) {
+pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usize) {
     let worker = &io.worker;
     let config = &worker.config;
     // When the first byte of an unfinished head arrived; bounds a slowloris.
@@ -114,9 +121,11 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: &S, slot: usize) 
         // this loop (measured: the whole connection future went from 2 KiB to a few hundred
         // bytes, which is most of the idle-connection memory).
         if !io.read_buf.borrow().is_empty() {
-            let batch = Box::pin(process(&io, service, &mut head_started));
-            if let Next::Close = batch.await {
-                return;
+            let batch = Box::pin(process(&io, &*service, &mut head_started));
+            match batch.await {
+                Next::KeepAlive => {}
+                Next::Close => return,
+                Next::Http2 => return switch_to_h2(io, service).await,
             }
         }
         let idle = io.read_buf.borrow().is_empty();
@@ -155,6 +164,24 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: &S, slot: usize) 
     }
 }
 
+/// Hands a cleartext connection that opened with the HTTP/2 preface to the HTTP/2 driver,
+/// with the bytes read so far.
+async fn switch_to_h2<S: Service>(io: Rc<ConnIo>, service: Arc<S>) {
+    // No request was started, so nothing else holds the connection.
+    let Ok(mut io) = Rc::try_unwrap(io) else {
+        return;
+    };
+    let Some(stream) = io.stream.hand_over_tcp() else {
+        return;
+    };
+    let read = io.read_buf.take().freeze();
+    let (remote, worker) = (io.remote, io.worker.clone());
+    drop(io); // the write buffer goes back to the worker's pool
+              // Boxed: an HTTP/2 connection's state is large, and HTTP/1 connections should not carry
+              // its size in their futures.
+    Box::pin(crate::h2::serve(stream, read, remote, worker, service)).await;
+}
+
 /// Parses and answers every complete request in the read buffer, then writes the responses.
 async fn process<S: Service>(
     io: &Rc<ConnIo>,
@@ -182,8 +209,24 @@ async fn process_batch<S: Service>(
             if buf.is_empty() {
                 break;
             }
+            let n = buf.len().min(volt_proto::H2_PREFACE.len());
+            let fresh = io.h2_possible.get();
+            if fresh && buf[..n] == volt_proto::H2_PREFACE[..n] {
+                if n < volt_proto::H2_PREFACE.len() {
+                    break; // the rest of the preface (or of an HTTP/1 `P...`) is on its way
+                }
+                return Next::Http2;
+            }
+            io.h2_possible.set(false);
             let parsed = &mut unique(parts).parsed;
-            volt_proto::parse_request_into(&buf, &io.worker.limits, parsed)
+            let parsed = volt_proto::parse_request_into(&buf, &io.worker.limits, parsed);
+            // Neither HTTP/1 nor the HTTP/2 preface (say, a broken HTTP/2 client): an HTTP/1
+            // error response would only be garbage to it, so just close (RFC 9113 §3.4).
+            if fresh && matches!(parsed, Err(ParseError::InvalidVersion)) && !looks_like_http1(&buf)
+            {
+                return Next::Close;
+            }
+            parsed
         };
         match parsed {
             Ok(false) => {
@@ -419,6 +462,14 @@ async fn call<S: Service>(io: &ConnIo, service: &S, req: Request) -> Option<Resp
     poll_fn(poll).await
 }
 
+/// Whether a first line whose version did not parse still reads as an HTTP/1 request line:
+/// its target has an HTTP/1 form (origin `/...`, asterisk, absolute `scheme://...`).
+fn looks_like_http1(buf: &[u8]) -> bool {
+    let line = buf.split(|&b| b == b'\n').next().unwrap_or(buf);
+    let target = line.split(|&b| b == b' ').nth(1).unwrap_or(b"");
+    target.starts_with(b"/") || target == b"*" || target.windows(3).any(|w| w == b"://")
+}
+
 #[derive(Clone, Copy)]
 enum Framing {
     /// `Content-Length` (omitted when `None`: 1xx and 204 have none).
@@ -585,7 +636,8 @@ impl ConnIo {
         let result = self
             .until(deadline, |cx| loop {
                 if written == bytes.len() {
-                    return Poll::Ready(Ok(()));
+                    // TLS may still hold the last record.
+                    return self.stream.poll_flush(cx).map_err(|_| ());
                 }
                 match self.stream.poll_write(cx, &bytes[written..]) {
                     Poll::Ready(Ok(0)) => return Poll::Ready(Err(())),

@@ -1,4 +1,4 @@
-//! volt's HTTP server: HTTP/1.0 and 1.1 on volt-rt, one worker per core.
+//! volt's HTTP server: HTTP/1.0, 1.1 and 2 on volt-rt, cleartext or TLS, one worker per core.
 //!
 //! # Overview
 //!
@@ -15,7 +15,10 @@
 //! - Bodies stream both ways: [`RequestBody::chunk`] reads an upload piece by piece with TCP
 //!   backpressure; [`Body::stream`] and [`Body::channel`] send a response of any size.
 //! - [`Config`] holds every limit and timeout (header size 431, URI 414, body 413, slow
-//!   clients 408, idle keep-alive, connections per worker).
+//!   clients 408, idle keep-alive, connections per worker) and the HTTP/2 settings.
+//! - HTTP/2: a plain port answers the HTTP/2 preface (prior knowledge) as well as HTTP/1; with
+//!   [`Server::tls`] and a [`TlsConfig`] (PEM certificates, SNI) the port serves HTTPS, HTTP/2
+//!   or HTTP/1.1 as ALPN chooses. Handlers do not change.
 //!
 //! # Example
 //!
@@ -45,19 +48,24 @@
 //! # Layout
 //!
 //! `server` (workers, accept loop, shutdown), `conn` (the HTTP/1 connection loop: the only
-//! module touching both socket and codec), `request` / `response` / `body`, `router`,
-//! `service`, `config`, `error`. Parsing and encoding live in `volt-proto`.
+//! module touching both socket and codec), `transport` (plain TCP or TLS under `conn`), `tls`
+//! (rustls configuration and the TLS accept path), `h2` (the `h2` crate's connection driven on
+//! volt-rt, HTTP/2 to and from volt's types, flood defences), `request` / `response` / `body`,
+//! `router`, `service`, `config`, `error`. HTTP/1 parsing and encoding live in `volt-proto`.
 #![forbid(unsafe_code)]
 
 mod body;
 mod config;
 mod conn;
 mod error;
+mod h2;
 mod request;
 mod response;
 mod router;
 mod server;
 mod service;
+mod tls;
+mod transport;
 
 pub use body::{Body, BodySender, BodyStream};
 pub use config::Config;
@@ -68,3 +76,4 @@ pub use response::{IntoResponse, Json, Response};
 pub use router::{any, delete, get, options, patch, post, put, MethodRouter, Router};
 pub use server::{Server, ServerHandle};
 pub use service::{service_fn, Service, ServiceFn};
+pub use tls::{CertKey, Tls, TlsConfig};

@@ -11,9 +11,10 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use http::{Method, StatusCode, Version};
 use serde::de::DeserializeOwned;
-use volt_proto::{RequestHead, Span};
+use volt_proto::{BodyKind, HeaderSpans, RequestHead, Span};
 
 use crate::conn::BodyReader;
+use crate::h2::H2Body;
 use crate::Error;
 
 /// An HTTP request as a handler sees it.
@@ -77,6 +78,34 @@ impl Request {
             state: None,
             body,
         }
+    }
+
+    /// A request from parts already taken apart (HTTP/2): `target` and `headers` are spans of
+    /// `head`. Framing fields of the HTTP/1 head do not apply (the stream frames the body).
+    pub(crate) fn from_parts(
+        head: Vec<u8>,
+        method: Method,
+        version: Version,
+        target: Span,
+        headers: HeaderSpans,
+        remote_addr: Option<SocketAddr>,
+        body: RequestBody,
+    ) -> Request {
+        let mut p = Parts {
+            parsed: RequestHead {
+                method,
+                version,
+                target,
+                headers,
+                head_len: head.len(),
+                body: BodyKind::Empty,
+                keep_alive: true,
+                expect_continue: false,
+            },
+            ..Parts::default()
+        };
+        p.finish(&head, remote_addr);
+        Request::from_h1(Rc::new(p), body)
     }
 
     pub(crate) fn set_params(&mut self, params: Params) {
@@ -312,6 +341,7 @@ enum RequestBodyKind {
     Empty,
     Full(Option<Bytes>),
     H1(Rc<BodyReader>),
+    H2(Box<H2Body>),
 }
 
 impl RequestBody {
@@ -324,6 +354,12 @@ impl RequestBody {
     pub(crate) fn h1(reader: Rc<BodyReader>) -> RequestBody {
         RequestBody {
             kind: RequestBodyKind::H1(reader),
+        }
+    }
+
+    pub(crate) fn h2(body: H2Body) -> RequestBody {
+        RequestBody {
+            kind: RequestBodyKind::H2(Box::new(body)),
         }
     }
 
@@ -341,6 +377,20 @@ impl RequestBody {
             RequestBodyKind::Empty => Ok(None),
             RequestBodyKind::Full(b) => Ok(b.take()),
             RequestBodyKind::H1(reader) => reader.chunk().await,
+            RequestBodyKind::H2(body) => body.chunk().await,
+        }
+    }
+
+    /// The trailer fields sent after the body, reading what is left of the body first.
+    /// HTTP/2 only: over HTTP/1 a chunked trailer section is parsed and dropped, so this is
+    /// `Ok(None)` there.
+    pub async fn trailers(&mut self) -> Result<Option<http::HeaderMap>, Error> {
+        match &mut self.kind {
+            RequestBodyKind::H2(body) => body.trailers().await,
+            _ => {
+                while self.chunk().await?.is_some() {}
+                Ok(None)
+            }
         }
     }
 

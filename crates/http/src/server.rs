@@ -3,8 +3,12 @@
 //!
 //! Shutdown (SIGINT/SIGTERM, or [`ServerHandle::shutdown`]) is graceful: every worker stops
 //! accepting, closes its idle keep-alive connections, lets each busy one finish the request it
-//! is on (answering it with `Connection: close`), and returns when none is left or
-//! [`Config::shutdown_timeout`] has passed.
+//! is on (answering it with `Connection: close`), sends GOAWAY on HTTP/2 connections and lets
+//! their started streams finish, and returns when none is left or [`Config::shutdown_timeout`]
+//! has passed.
+//!
+//! A plain port serves HTTP/1 and HTTP/2 with prior knowledge (told apart by the preface); a
+//! port with [`Server::tls`] serves HTTPS, HTTP/2 or HTTP/1.1 as ALPN chose.
 
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -28,7 +32,7 @@ use crate::service::Service;
 const POOL_SIZE: usize = 256;
 pub(crate) const READ_BUF: usize = 8 * 1024;
 
-/// An HTTP/1.x server.
+/// An HTTP/1.x and HTTP/2 server, over cleartext or TLS.
 ///
 /// ```no_run
 /// use volt_http::{get, Router, Server};
@@ -45,6 +49,7 @@ pub struct Server {
     pin_to_cores: bool,
     handle_signals: bool,
     config: Config,
+    tls: Option<crate::tls::Tls>,
     handle: ServerHandle,
 }
 
@@ -91,6 +96,7 @@ impl Server {
             pin_to_cores: false,
             handle_signals: true,
             config: Config::default(),
+            tls: None,
             handle: ServerHandle::default(),
         })
     }
@@ -116,6 +122,13 @@ impl Server {
     /// Limits and timeouts.
     pub fn config(mut self, config: Config) -> Server {
         self.config = config;
+        self
+    }
+
+    /// Serves HTTPS on this port: HTTP/2 or HTTP/1.1 as ALPN chooses (see
+    /// [`TlsConfig`](crate::TlsConfig)).
+    pub fn tls(mut self, tls: crate::tls::Tls) -> Server {
+        self.tls = Some(tls);
         self
     }
 
@@ -150,10 +163,12 @@ impl Server {
         let first = Mutex::new(Some(self.listener));
         let addr = self.addr;
         let handle_signals = self.handle_signals;
+        let tls = self.tls;
         let results = runtime.run(|index| {
             let listener = first.lock().unwrap_or_else(|e| e.into_inner()).take();
             let service = service.clone();
             let config = config.clone();
+            let tls = tls.clone();
             async move {
                 let listener = match listener {
                     Some(l) => TcpListener::from_std(l)?,
@@ -168,7 +183,7 @@ impl Server {
                         volt_rt::Handle::current().stop();
                     });
                 }
-                run_worker(listener, service, config).await;
+                run_worker(listener, service, config, tls).await;
                 Ok::<(), io::Error>(())
             }
         });
@@ -176,7 +191,12 @@ impl Server {
     }
 }
 
-async fn run_worker<S: Service>(listener: TcpListener, service: Arc<S>, config: Arc<Config>) {
+async fn run_worker<S: Service>(
+    listener: TcpListener,
+    service: Arc<S>,
+    config: Arc<Config>,
+    tls: Option<crate::tls::Tls>,
+) {
     let worker = Rc::new(Worker::new(config));
     let mut stopped = volt_rt::Handle::current().stopped();
     loop {
@@ -193,16 +213,37 @@ async fn run_worker<S: Service>(listener: TcpListener, service: Arc<S>, config: 
                     idle: false,
                 });
                 let service = service.clone();
-                let io = crate::conn::new_conn(stream, remote, worker.clone());
                 let guard = ConnGuard {
                     worker: worker.clone(),
                     slot,
                 };
-                let fut = async move {
-                    let _guard = guard;
-                    crate::conn::serve(io, &*service, slot).await;
+                let task = match &tls {
+                    None => {
+                        let io = crate::conn::new_conn(
+                            crate::transport::Transport::Tcp(stream),
+                            remote,
+                            worker.clone(),
+                        );
+                        volt_rt::spawn(async move {
+                            let _guard = guard;
+                            crate::conn::serve(io, service, slot).await;
+                        })
+                    }
+                    Some(tls) => {
+                        let serve = crate::tls::serve(
+                            stream,
+                            remote,
+                            tls.clone(),
+                            worker.clone(),
+                            service,
+                            slot,
+                        );
+                        volt_rt::spawn(async move {
+                            let _guard = guard;
+                            serve.await;
+                        })
+                    }
                 };
-                let task = volt_rt::spawn(fut);
                 if let Some(entry) = worker.conns.borrow_mut().get_mut(slot) {
                     entry.task = Some(task);
                 }

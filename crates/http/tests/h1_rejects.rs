@@ -260,14 +260,26 @@ fn final_transfer_coding_not_chunked_is_400() {
     );
 }
 
+/// Prior knowledge means the preface opens the connection (tests/h2_*.rs): after an HTTP/1
+/// request it is an HTTP/1 request line with version 2.0.
 #[test]
-fn http2_preface_is_505() {
-    assert_rejected(
-        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
-        &error_close(
+fn http2_preface_after_a_request_is_505() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    c.send(b"GET /ignore HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.read_response().status, 200);
+    c.send(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    assert_eq!(
+        c.read_response().text(),
+        error_close(
             "505 HTTP Version Not Supported",
             "HTTP/2 connection preface on an HTTP/1 connection",
-        ),
+        )
+    );
+    c.expect_closed();
+    assert_eq!(
+        server.get("/ignore").lines().next(),
+        Some("HTTP/1.1 200 OK")
     );
 }
 

@@ -1,10 +1,12 @@
 //! The smallest useful volt app: a router with a path parameter, a JSON body, and shared state.
 //!
-//! `cargo run --release -p volt --example hello` then `curl localhost:8080/hello/you`.
+//! `cargo run --release -p volt --example hello` then `curl localhost:8080/hello/you` (or
+//! `curl --http2-prior-knowledge ...` for HTTP/2). With `-- --tls-cert FILE --tls-key FILE`
+//! (PEM) it serves HTTPS instead: `curl -k https://localhost:8080/hello/you`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use volt::{get, post, Error, Json, Request, Router, Server};
+use volt::{get, post, CertKey, Error, Json, Request, Router, Server, TlsConfig};
 
 #[derive(Default)]
 struct Stats {
@@ -37,9 +39,34 @@ fn main() -> std::io::Result<()> {
         .route("/hello/{name}", get(hello))
         .route("/echo", post(echo))
         .state(Stats::default());
-    let server = Server::bind("127.0.0.1:8080")?;
+    let mut addr = "127.0.0.1:8080".to_string();
+    let (mut cert, mut key) = (None, None);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--addr" => addr = args.next().expect("--addr needs HOST:PORT"),
+            "--tls-cert" => cert = Some(args.next().expect("--tls-cert needs a PEM file")),
+            "--tls-key" => key = Some(args.next().expect("--tls-key needs a PEM file")),
+            other => {
+                eprintln!("unknown argument `{other}`; usage: hello [--addr HOST:PORT] [--tls-cert FILE --tls-key FILE]");
+                std::process::exit(2);
+            }
+        }
+    }
+    let mut server = Server::bind(addr.as_str())?;
+    let scheme = match (cert, key) {
+        (Some(cert), Some(key)) => {
+            server = server.tls(TlsConfig::new(CertKey::from_pem_files(cert, key)?).build()?);
+            "https"
+        }
+        (None, None) => "http",
+        _ => {
+            eprintln!("--tls-cert and --tls-key go together");
+            std::process::exit(2);
+        }
+    };
     println!(
-        "listening on http://{} (I/O: {})",
+        "listening on {scheme}://{} (I/O: {})",
         server.local_addr(),
         volt::rt::IoBackend::auto()?
     );

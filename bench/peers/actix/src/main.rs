@@ -40,7 +40,8 @@ fn main() -> std::io::Result<()> {
         // default 5 s keep-alive would close them before the measurement.
         .keep_alive(Duration::from_secs(75))
         .shutdown_timeout(1)
-        .bind(args.addr)?
+        // HTTP/1, and HTTP/2 with prior knowledge (h2c) for the h2load scenarios.
+        .bind_auto_h2c(args.addr)?
         .run(),
     )
 }

@@ -2,8 +2,9 @@
 //!
 //! Runtime: by default one tokio `current_thread` runtime per worker, each with its own
 //! `SO_REUSEPORT` listener (`--flavor multi` for one work-stealing runtime instead; see
-//! `peer_common::tokio_workers`). hyper's HTTP/1 connection with `pipeline_flush`, which writes the
-//! responses to a pipelined batch together. hyper adds `Date` (its own per-second cache) and
+//! `peer_common::tokio_workers`). hyper-util's auto connection: HTTP/1 with `pipeline_flush`, which
+//! writes the responses to a pipelined batch together, or HTTP/2 when the client opens with the
+//! preface (h2c prior knowledge, for the h2load scenarios). hyper adds `Date` (its own per-second cache) and
 //! `Content-Length` (from the `Full` body's exact size); we add `Server` and `Content-Type`.
 
 use std::convert::Infallible;
@@ -13,9 +14,9 @@ use http::header::{HeaderValue, CONTENT_TYPE, SERVER};
 use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use peer_common::tokio_workers::{self, Flavor};
 use peer_common::{Args, HELLO, PLAINTEXT};
 
@@ -42,14 +43,15 @@ fn respond(req: Request<Incoming>) -> Response<Full<Bytes>> {
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
     peer_common::announce("hyper", &args, Flavor::from_args(&args).describe());
-    let mut http = http1::Builder::new();
-    http.pipeline_flush(true);
+    let mut http = auto::Builder::new(TokioExecutor::new());
+    http.http1().pipeline_flush(true);
     tokio_workers::run(&args, move |stream| {
-        let connection = http.serve_connection(
-            TokioIo::new(stream),
-            service_fn(|req| async move { Ok::<_, Infallible>(respond(req)) }),
-        );
+        let http = http.clone();
         async move {
+            let connection = http.serve_connection(
+                TokioIo::new(stream),
+                service_fn(|req| async move { Ok::<_, Infallible>(respond(req)) }),
+            );
             // A client that resets the connection is no error worth printing in a benchmark.
             let _ = connection.await;
         }

@@ -48,6 +48,32 @@ pub fn start_with<S: Service>(workers: usize, config: Config, service: S) -> Tes
     }
 }
 
+/// `workers` workers, `config`, and TLS on the port.
+pub fn start_tls<S: Service>(
+    workers: usize,
+    config: Config,
+    tls: volt_http::Tls,
+    service: S,
+) -> TestServer {
+    let server = Server::bind("127.0.0.1:0")
+        .expect("binding a free port")
+        .workers(workers)
+        .handle_signals(false)
+        .config(config)
+        .tls(tls);
+    let addr = server.local_addr();
+    let handle = server.handle();
+    let thread = thread::Builder::new()
+        .name("test-server".into())
+        .spawn(move || server.serve(service))
+        .expect("spawning the server thread");
+    TestServer {
+        addr,
+        handle,
+        thread: Some(thread),
+    }
+}
+
 impl TestServer {
     pub fn addr(&self) -> SocketAddr {
         self.addr

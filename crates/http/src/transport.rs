@@ -1,0 +1,100 @@
+//! The byte stream under an HTTP/1 connection: plain TCP, or TLS over TCP.
+//!
+//! The HTTP/1 loop (`conn`) reads and writes through the four methods here and does not know
+//! which one it has. Plain TCP calls volt-rt's socket directly (no change on the hot path); TLS
+//! goes through `tokio-rustls` on volt-rt's `tokio::io` traits.
+
+use std::cell::RefCell;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::BytesMut;
+use tokio::io::AsyncWrite;
+use volt_rt::net::TcpStream;
+
+/// A TLS session over a volt-rt socket.
+pub(crate) type TlsStream = tokio_rustls::server::TlsStream<TcpStream>;
+
+/// An accepted connection's byte stream.
+pub(crate) enum Transport {
+    Tcp(TcpStream),
+    /// Boxed: the session state is a few KiB and plain connections should not pay for it. In a
+    /// `RefCell` because `tokio::io`'s traits take `&mut` while the connection shares `&self`;
+    /// every borrow lasts one poll.
+    Tls(RefCell<Box<TlsStream>>),
+    /// The socket went to the HTTP/2 driver ([`Transport::hand_over_tcp`]); what is left of the
+    /// HTTP/1 connection only returns its buffers to the pool.
+    HandedOver,
+}
+
+impl Transport {
+    pub(crate) fn tls(stream: TlsStream) -> Transport {
+        Transport::Tls(RefCell::new(Box::new(stream)))
+    }
+
+    /// `TCP_NODELAY` on the socket underneath.
+    pub(crate) fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        match self {
+            Transport::Tcp(s) => s.set_nodelay(on),
+            Transport::Tls(s) => s.borrow().get_ref().0.set_nodelay(on),
+            Transport::HandedOver => Ok(()),
+        }
+    }
+
+    /// Ready when a read may make progress. Always ready for TLS: the session may hold
+    /// decrypted bytes the socket no longer signals, and the read that follows waits with the
+    /// same deadline anyway.
+    pub(crate) fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
+        match self {
+            Transport::Tcp(s) => s.poll_read_ready(cx),
+            Transport::Tls(_) | Transport::HandedOver => Poll::Ready(()),
+        }
+    }
+
+    /// Reads into the spare capacity of `buf`; `Ok(0)` at the end of the stream.
+    pub(crate) fn poll_read_bytes(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<io::Result<usize>> {
+        match self {
+            Transport::Tcp(s) => s.poll_read_bytes(cx, buf),
+            Transport::Tls(s) => {
+                let mut s = s.borrow_mut();
+                tokio_util::io::poll_read_buf(Pin::new(&mut **s), cx, buf)
+            }
+            Transport::HandedOver => Poll::Ready(Ok(0)),
+        }
+    }
+
+    /// Writes some of `buf`. Over TLS the bytes may wait in the session: call
+    /// [`Transport::poll_flush`] after the last write.
+    pub(crate) fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self {
+            Transport::Tcp(s) => s.poll_write(cx, buf),
+            Transport::Tls(s) => Pin::new(&mut **s.borrow_mut()).poll_write(cx, buf),
+            Transport::HandedOver => Poll::Ready(Err(io::ErrorKind::NotConnected.into())),
+        }
+    }
+
+    /// Sends what the TLS session still holds (nothing to do for plain TCP).
+    pub(crate) fn poll_flush(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self {
+            Transport::Tcp(_) | Transport::HandedOver => Poll::Ready(Ok(())),
+            Transport::Tls(s) => Pin::new(&mut **s.borrow_mut()).poll_flush(cx),
+        }
+    }
+
+    /// The plain socket, for handing a cleartext connection over to HTTP/2; `self` is left
+    /// [`Transport::HandedOver`]. `None` (and `self` unchanged) over TLS.
+    pub(crate) fn hand_over_tcp(&mut self) -> Option<TcpStream> {
+        match std::mem::replace(self, Transport::HandedOver) {
+            Transport::Tcp(s) => Some(s),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The known HTTP/2 floods, sent as raw frames over a socket: each must end with GOAWAY
+//! (`ENHANCE_YOUR_CALM`) and a closed connection for the attacker, while a connection opened
+//! before the attack and one opened after it are still served.
+//!
+//! The attacker writes from its own thread and reads on the test thread, so neither side
+//! blocks the other however the server paces its answers. Nothing here depends on timing:
+//! every flood is far beyond its limit.
+
+mod common;
+mod h2common;
+
+use std::io::Write;
+use std::net::TcpStream;
+
+use bytes::Bytes;
+use h2common::*;
+use volt_http::{get as route_get, Config, Router};
+
+fn app() -> Router {
+    Router::new().route("/", route_get(|_req| async { "Hello, World!" }))
+}
+
+/// Starts the server, opens a bystander h2c connection, runs `attack` (the frames after the
+/// client preface) on another, and checks the attacker's GOAWAY code and that the bystander
+/// and a new connection are still served.
+fn assert_flood_stopped(config: Config, attack: impl FnOnce() -> Vec<u8> + Send + 'static) {
+    let server = common::start_with(1, config, app());
+    let addr = server.addr();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_nodelay(true).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let attacker = std::thread::spawn(move || {
+        let mut bytes = client_start();
+        bytes.extend(attack());
+        // The server may close before taking it all: a write error is the expected end.
+        let _ = writer.write_all(&bytes);
+    });
+    let code = read_until_goaway(&mut stream);
+    attacker.join().unwrap();
+    assert_eq!(
+        code,
+        Some(ENHANCE_YOUR_CALM),
+        "GOAWAY ENHANCE_YOUR_CALM, then close"
+    );
+
+    volt_rt::block_on(async move {
+        let mut fresh = connect_h2c(addr).await;
+        let r = send(&mut fresh, get("/"), Bytes::new()).await;
+        assert_eq!((r.status, r.text()), (200, "Hello, World!".to_string()));
+    });
+    assert!(server.get("/").starts_with("HTTP/1.1 200 OK"));
+}
+
+/// A bystander on the same worker, connected before the attack, answered after it.
+fn with_bystander(config: Config, attack: impl FnOnce() -> Vec<u8> + Send + 'static) {
+    let server = common::start_with(1, config.clone(), app());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let mut bystander = connect_h2c(addr).await;
+        assert_eq!(
+            send(&mut bystander, get("/"), Bytes::new()).await.status,
+            200
+        );
+        let attack_thread = std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            let mut writer = stream.try_clone().unwrap();
+            let w = std::thread::spawn(move || {
+                let mut bytes = client_start();
+                bytes.extend(attack());
+                let _ = writer.write_all(&bytes);
+            });
+            let code = read_until_goaway(&mut stream);
+            w.join().unwrap();
+            code
+        });
+        while !attack_thread.is_finished() {
+            volt_rt::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(attack_thread.join().unwrap(), Some(ENHANCE_YOUR_CALM));
+        let r = send(&mut bystander, get("/"), Bytes::new()).await;
+        assert_eq!((r.status, r.text()), (200, "Hello, World!".to_string()));
+    });
+}
+
+fn repeat(n: usize, one: impl Fn(usize) -> Vec<u8>) -> Vec<u8> {
+    (0..n).flat_map(one).collect()
+}
+
+/// CVE-2023-44487: open a stream and reset it at once, over and over.
+fn rapid_reset() -> Vec<u8> {
+    repeat(20_000, |i| {
+        let id = 1 + 2 * i as u32;
+        let mut f = frame(HEADERS, END_STREAM | END_HEADERS, id, &request_block(false));
+        f.extend(frame(RST_STREAM, 0, id, &8u32.to_be_bytes())); // CANCEL
+        f
+    })
+}
+
+#[test]
+fn rapid_reset_gets_goaway() {
+    assert_flood_stopped(Config::default(), rapid_reset);
+}
+
+#[test]
+fn rapid_reset_leaves_other_connections_alone() {
+    with_bystander(Config::default(), rapid_reset);
+}
+
+#[test]
+fn continuation_flood_gets_goaway() {
+    // A header block that never ends: HEADERS without END_HEADERS, then empty CONTINUATIONs.
+    assert_flood_stopped(Config::default(), || {
+        let mut b = frame(HEADERS, END_STREAM, 1, &request_block(false));
+        b.extend(repeat(100_000, |_| frame(CONTINUATION, 0, 1, &[])));
+        b
+    });
+}
+
+#[test]
+fn ping_flood_gets_goaway() {
+    assert_flood_stopped(Config::default(), || {
+        repeat(200_000, |i| frame(PING, 0, 0, &(i as u64).to_be_bytes()))
+    });
+}
+
+#[test]
+fn ping_flood_leaves_other_connections_alone() {
+    with_bystander(Config::default(), || {
+        repeat(200_000, |i| frame(PING, 0, 0, &(i as u64).to_be_bytes()))
+    });
+}
+
+#[test]
+fn settings_flood_gets_goaway() {
+    assert_flood_stopped(Config::default(), || {
+        // SETTINGS_MAX_CONCURRENT_STREAMS = 100, over and over.
+        repeat(200_000, |_| frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]))
+    });
+}
+
+#[test]
+fn empty_data_flood_gets_goaway() {
+    assert_flood_stopped(Config::default(), || {
+        let mut b = frame(HEADERS, END_HEADERS, 1, &request_block(true));
+        b.extend(repeat(200_000, |_| frame(DATA, 0, 1, &[])));
+        b
+    });
+}

@@ -1,0 +1,279 @@
+//! HTTP/2 with prior knowledge on the plain port, through the `h2` crate's client: the same
+//! router as HTTP/1, bodies of many megabytes both ways under flow control, many concurrent
+//! streams, trailers both ways, a handler panic confined to its stream, graceful shutdown.
+
+mod common;
+mod h2common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use h2common::{connect_h2c, get, read_response, send, send_body};
+use volt_http::{get as route_get, post, Body, Config, Request, Response, Router};
+
+const BIG: usize = 12 * 1024 * 1024;
+
+/// The byte at `i` of a generated body.
+fn pattern(i: usize) -> u8 {
+    (i % 251) as u8
+}
+
+/// Length and a position-weighted checksum, so a lost, repeated or reordered piece shows.
+fn checksum(bytes: &[u8], offset: usize) -> u64 {
+    bytes
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| (offset + i) as u64 * u64::from(b))
+        .fold(0u64, u64::wrapping_add)
+}
+
+#[derive(Default)]
+struct Gate {
+    started: AtomicBool,
+    release: AtomicBool,
+}
+
+fn app(gate: Arc<Gate>) -> Router {
+    Router::new()
+        .route("/", route_get(|_req| async { "Hello, World!" }))
+        .route(
+            "/hello/{name}",
+            route_get(|req: Request| async move {
+                let name: String = req.param("name")?;
+                Ok::<_, volt_http::Error>(format!("Hello, {name}! ({:?})", req.version()))
+            }),
+        )
+        .route(
+            "/count",
+            post(|mut req: Request| async move {
+                let (mut len, mut sum) = (0usize, 0u64);
+                while let Some(chunk) = req.body_mut().chunk().await? {
+                    sum = sum.wrapping_add(checksum(&chunk, len));
+                    len += chunk.len();
+                }
+                Ok::<_, volt_http::Error>(format!("{len} {sum}"))
+            }),
+        )
+        .route(
+            "/big",
+            route_get(|_req| async {
+                let (mut tx, body) = Body::channel();
+                volt_rt::spawn(async move {
+                    let mut sent = 0;
+                    while sent < BIG {
+                        let n = (64 * 1024).min(BIG - sent);
+                        let chunk: Vec<u8> = (sent..sent + n).map(pattern).collect();
+                        if tx.send(chunk).await.is_err() {
+                            return;
+                        }
+                        sent += n;
+                    }
+                    let mut trailers = http::HeaderMap::new();
+                    trailers.insert("x-sent", sent.to_string().parse().unwrap());
+                    tx.send_trailers(trailers);
+                });
+                Response::bytes(body)
+            }),
+        )
+        .route(
+            "/trailers",
+            post(|mut req: Request| async move {
+                let body = req.body_mut().collect().await?;
+                let trailers = req.body_mut().trailers().await?.unwrap_or_default();
+                let checksum = trailers
+                    .get("x-checksum")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("none")
+                    .to_string();
+                let mut out = http::HeaderMap::new();
+                out.insert("x-done", "yes".parse().unwrap());
+                let reply = format!("{} bytes, checksum {checksum}", body.len());
+                Ok::<_, volt_http::Error>(Response::text(Body::from(reply).with_trailers(out)))
+            }),
+        )
+        .route(
+            "/panic",
+            route_get(|_req| async {
+                if true {
+                    panic!("handler panic (expected by the test)");
+                }
+                "unreachable"
+            }),
+        )
+        .route(
+            "/wait",
+            route_get(move |_req| {
+                let gate = gate.clone();
+                async move {
+                    gate.started.store(true, Ordering::SeqCst);
+                    while !gate.release.load(Ordering::SeqCst) {
+                        volt_rt::time::sleep(std::time::Duration::from_millis(5)).await;
+                    }
+                    "finished"
+                }
+            }),
+        )
+}
+
+fn start(config: Config) -> (common::TestServer, Arc<Gate>) {
+    let gate = Arc::new(Gate::default());
+    (common::start_with(1, config, app(gate.clone())), gate)
+}
+
+#[test]
+fn h2c_prior_knowledge_serves_the_router() {
+    let (server, _) = start(Config::default());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let mut client = connect_h2c(addr).await;
+        let r = send(&mut client, get("/"), Bytes::new()).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.text(), "Hello, World!");
+        assert_eq!(r.headers["content-length"], "13");
+        assert_eq!(r.headers["server"], "volt");
+        assert!(r.headers.contains_key("date"));
+        let r = send(&mut client, get("/hello/h%C3%A9l%C3%A8ne"), Bytes::new()).await;
+        assert_eq!(r.text(), "Hello, hélène! (HTTP/2.0)");
+        let r = send(&mut client, get("/nope"), Bytes::new()).await;
+        assert_eq!(r.status, 404);
+    });
+    // The same port still speaks HTTP/1.
+    assert!(server.get("/").starts_with("HTTP/1.1 200 OK"));
+}
+
+#[test]
+fn large_bodies_both_ways_under_flow_control() {
+    // Small windows: the 12 MiB go through hundreds of WINDOW_UPDATEs each way.
+    let config = Config {
+        max_body_bytes: 64 * 1024 * 1024,
+        h2_initial_stream_window: 65_535,
+        h2_initial_connection_window: 128 * 1024,
+        ..Config::default()
+    };
+    let (server, _) = start(config);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let mut client = connect_h2c(addr).await;
+        let upload: Vec<u8> = (0..BIG).map(pattern).collect();
+        let expected = format!("{BIG} {}", checksum(&upload, 0));
+        let req = http::Request::post("http://t/count").body(()).unwrap();
+        let r = send(&mut client, req, Bytes::from(upload)).await;
+        assert_eq!((r.status, r.text()), (200, expected));
+
+        let r = send(&mut client, get("/big"), Bytes::new()).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body.len(), BIG);
+        assert!(r.body.iter().enumerate().all(|(i, &b)| b == pattern(i)));
+        let trailers = r.trailers.expect("trailers after the streamed body");
+        assert_eq!(trailers["x-sent"], BIG.to_string().as_str());
+    });
+}
+
+#[test]
+fn many_concurrent_streams_on_one_connection() {
+    // More requests than the stream limit: the client queues the rest as streams finish.
+    let config = Config {
+        h2_max_concurrent_streams: 100,
+        ..Config::default()
+    };
+    let (server, _) = start(config);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let mut client = connect_h2c(addr).await;
+        // One round trip first, so the client knows the server's stream limit (a client that
+        // opens streams before the SETTINGS arrive gets the excess refused, as it should).
+        assert_eq!(send(&mut client, get("/"), Bytes::new()).await.status, 200);
+        let tasks: Vec<_> = (0..250)
+            .map(|i| {
+                let mut client = client.clone();
+                volt_rt::spawn(async move {
+                    let r = send(&mut client, get(&format!("/hello/n{i}")), Bytes::new()).await;
+                    (r.status, r.text())
+                })
+            })
+            .collect();
+        for (i, task) in tasks.into_iter().enumerate() {
+            let (status, text) = task.await.expect("request task");
+            assert_eq!(status, 200);
+            assert_eq!(text, format!("Hello, n{i}! (HTTP/2.0)"));
+        }
+    });
+}
+
+#[test]
+fn trailers_both_ways() {
+    let (server, _) = start(Config::default());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = connect_h2c(addr).await;
+        let mut client = client.ready().await.unwrap();
+        let req = http::Request::post("http://t/trailers").body(()).unwrap();
+        let (response, mut stream) = client.send_request(req, false).unwrap();
+        send_body(&mut stream, Bytes::from_static(b"some body")).await;
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("x-checksum", "abc123".parse().unwrap());
+        stream.send_trailers(trailers).unwrap();
+        let r = read_response(response).await;
+        assert_eq!(r.text(), "9 bytes, checksum abc123");
+        assert_eq!(r.trailers.expect("response trailers")["x-done"], "yes");
+    });
+}
+
+#[test]
+fn a_handler_panic_is_500_for_its_stream_only() {
+    let (server, gate) = start(Config::default());
+    let addr = server.addr();
+    gate.release.store(true, Ordering::SeqCst);
+    volt_rt::block_on(async move {
+        let client = connect_h2c(addr).await;
+        let mut a = client.clone();
+        let mut b = client.clone();
+        let slow =
+            volt_rt::spawn(async move { send(&mut a, get("/wait"), Bytes::new()).await.text() });
+        let panicked = send(&mut b, get("/panic"), Bytes::new()).await;
+        assert_eq!(panicked.status, 500);
+        assert_eq!(panicked.text(), "internal server error\n");
+        assert_eq!(slow.await.unwrap(), "finished");
+        // The connection goes on.
+        let mut c = client.clone();
+        assert_eq!(
+            send(&mut c, get("/"), Bytes::new()).await.text(),
+            "Hello, World!"
+        );
+    });
+}
+
+#[test]
+fn graceful_shutdown_sends_goaway_and_finishes_streams() {
+    let (server, gate) = start(Config::default());
+    let addr = server.addr();
+    let handle = server.handle();
+    let shutter = {
+        let gate = gate.clone();
+        std::thread::spawn(move || {
+            common::wait_until("the handler to start", || {
+                gate.started.load(Ordering::SeqCst)
+            });
+            handle.shutdown();
+            // The in-flight stream finishes only after the shutdown started.
+            gate.release.store(true, Ordering::SeqCst);
+        })
+    };
+    volt_rt::block_on(async move {
+        let mut client = connect_h2c(addr).await;
+        let r = send(&mut client, get("/wait"), Bytes::new()).await;
+        assert_eq!((r.status, r.text()), (200, "finished".to_string()));
+        // The GOAWAY came first: no new stream may start on this connection.
+        let refused = match client.clone().ready().await {
+            Err(_) => true,
+            Ok(mut c) => match c.send_request(get("/"), true) {
+                Err(_) => true,
+                Ok((response, _)) => response.await.is_err(),
+            },
+        };
+        assert!(refused, "a new stream after GOAWAY must be refused");
+    });
+    shutter.join().unwrap();
+    server.join().expect("serve returned Ok after the shutdown");
+}

@@ -1,0 +1,184 @@
+//! HTTPS: ALPN chooses HTTP/2 or HTTP/1.1, SNI chooses the certificate, sessions resume, and a
+//! bad client hello or plaintext on the TLS port closes that connection only. Certificates are
+//! made with rcgen when the tests run; none is committed.
+
+mod common;
+mod h2common;
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use h2common::*;
+use volt_http::{get as route_get, CertKey, Config, Request, Router, TlsConfig};
+
+struct Certs {
+    a: (String, String, Vec<u8>),
+    b: (String, String, Vec<u8>),
+}
+
+fn certs() -> Certs {
+    Certs {
+        a: cert_for(&["a.test"]),
+        b: cert_for(&["b.test"]),
+    }
+}
+
+/// A TLS server: `a.test`'s certificate by default, `b.test`'s by SNI.
+fn start(certs: &Certs) -> common::TestServer {
+    let tls =
+        TlsConfig::new(CertKey::from_pem(certs.a.0.as_bytes(), certs.a.1.as_bytes()).unwrap())
+            .with_sni(
+                "b.test",
+                CertKey::from_pem(certs.b.0.as_bytes(), certs.b.1.as_bytes()).unwrap(),
+            )
+            .build()
+            .unwrap();
+    let app = Router::new().route(
+        "/",
+        route_get(|req: Request| async move { format!("hello over {:?}", req.version()) }),
+    );
+    common::start_tls(1, Config::default(), tls, app)
+}
+
+fn http1_get(tls: &mut TlsClient) -> String {
+    tls.write_all(b"GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut out = Vec::new();
+    // A peer that closes without close_notify ends the read with an error; the bytes are in.
+    let _ = tls.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn alpn_h2_serves_http2() {
+    let certs = certs();
+    let server = start(&certs);
+    let addr = server.addr();
+    let config = client_config(&[&certs.a.2], &[b"h2", b"http/1.1"]);
+    let tls = tls_connect(addr, config.clone(), "a.test").unwrap();
+    assert_eq!(tls.conn.alpn_protocol(), Some(&b"h2"[..]));
+    drop(tls);
+    // And HTTP/2 works over it (tokio-rustls on volt-rt, then the h2 client).
+    let text = volt_rt::block_on(async move {
+        let tcp = volt_rt::net::TcpStream::connect(addr).await.unwrap();
+        let name = rustls_pki_types::ServerName::try_from("a.test").unwrap();
+        let tls = tokio_rustls::TlsConnector::from(config)
+            .connect(name, tcp)
+            .await
+            .unwrap();
+        let (client, conn) = h2::client::handshake(tls).await.unwrap();
+        volt_rt::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut client = client;
+        let req = http::Request::get("https://a.test/").body(()).unwrap();
+        send(&mut client, req, Bytes::new()).await.text()
+    });
+    assert_eq!(text, "hello over HTTP/2.0");
+}
+
+#[test]
+fn alpn_http11_or_none_serves_http1() {
+    let certs = certs();
+    let server = start(&certs);
+    for alpn in [&[&b"http/1.1"[..]][..], &[]] {
+        let config = client_config(&[&certs.a.2], alpn);
+        let mut tls = tls_connect(server.addr(), config, "a.test").unwrap();
+        let expected = if alpn.is_empty() {
+            None
+        } else {
+            Some(&b"http/1.1"[..])
+        };
+        assert_eq!(tls.conn.alpn_protocol(), expected);
+        let response = http1_get(&mut tls);
+        assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+        assert!(response.ends_with("hello over HTTP/1.1"), "{response}");
+    }
+}
+
+#[test]
+fn sni_picks_the_certificate() {
+    let certs = certs();
+    let server = start(&certs);
+    let addr = server.addr();
+    // Trusting both roots: a handshake as `b.test` succeeds only with b's certificate, which
+    // is then the one presented.
+    let config = client_config(&[&certs.a.2, &certs.b.2], &[b"http/1.1"]);
+    let b = tls_connect(addr, config.clone(), "b.test").unwrap();
+    assert_eq!(
+        b.conn.peer_certificates().unwrap()[0].as_ref(),
+        &certs.b.2[..]
+    );
+    let a = tls_connect(addr, config.clone(), "a.test").unwrap();
+    assert_eq!(
+        a.conn.peer_certificates().unwrap()[0].as_ref(),
+        &certs.a.2[..]
+    );
+    // An unknown name gets the default (a), which a client expecting b refuses.
+    let only_b = client_config(&[&certs.b.2], &[b"http/1.1"]);
+    assert!(tls_connect(addr, only_b, "c.test").is_err());
+}
+
+#[test]
+fn sessions_resume() {
+    let certs = certs();
+    let server = start(&certs);
+    // One client config: its session store keeps the ticket between connections.
+    let config = client_config(&[&certs.a.2], &[b"http/1.1"]);
+    let mut first = tls_connect(server.addr(), config.clone(), "a.test").unwrap();
+    assert_eq!(
+        first.conn.handshake_kind(),
+        Some(rustls::HandshakeKind::Full)
+    );
+    // TLS 1.3 tickets arrive after the handshake: a request and its response bring them in.
+    assert!(http1_get(&mut first).starts_with("HTTP/1.1 200 OK"));
+    let second = tls_connect(server.addr(), config, "a.test").unwrap();
+    assert_eq!(
+        second.conn.handshake_kind(),
+        Some(rustls::HandshakeKind::Resumed)
+    );
+}
+
+/// Bytes that are not a TLS client hello close that connection only: one opened before it and
+/// one opened after it still work.
+fn assert_closed_alone(garbage: &[u8]) {
+    let certs = certs();
+    let server = start(&certs);
+    let addr = server.addr();
+    let config = client_config(&[&certs.a.2], &[b"http/1.1"]);
+    let mut before = tls_connect(addr, config.clone(), "a.test").unwrap();
+
+    let mut c = server_raw(addr);
+    c.send(garbage);
+    let rest = c.read_to_end(); // an alert record at most, then the close
+    assert!(rest.len() < 64, "expected a close, got {rest:?}");
+
+    assert!(http1_get(&mut before).ends_with("hello over HTTP/1.1"));
+    let mut after = tls_connect(addr, config, "a.test").unwrap();
+    assert!(http1_get(&mut after).ends_with("hello over HTTP/1.1"));
+}
+
+fn server_raw(addr: SocketAddr) -> common::Client {
+    common::Client::connect(addr)
+}
+
+#[test]
+fn plaintext_on_the_tls_port_closes_that_connection() {
+    assert_closed_alone(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
+}
+
+#[test]
+fn bad_client_hello_closes_that_connection() {
+    // A handshake record whose body is not a client hello.
+    assert_closed_alone(&[
+        0x16, 0x03, 0x01, 0x00, 0x08, 0x01, 0x00, 0x00, 0x04, 0xde, 0xad, 0xbe, 0xef,
+    ]);
+}
+
+#[test]
+fn certificate_and_key_must_match() {
+    let certs = certs();
+    let err = CertKey::from_pem(certs.a.0.as_bytes(), certs.b.1.as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("certificate and key"), "{err}");
+}
