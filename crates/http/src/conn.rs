@@ -115,18 +115,26 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usi
     let config = &worker.config;
     // When the first byte of an unfinished head arrived; bounds a slowloris.
     let mut head_started: Option<Instant> = None;
+    // Length of the unfinished head the last parse gave up on. A head can only end at a LF, so
+    // bytes that bring none are not worth parsing again from the start (a head dripped in
+    // byte by byte would otherwise cost time quadratic in its size).
+    let mut unfinished = 0;
     loop {
         // Everything that holds a request lives in this boxed future, allocated once per batch
         // of reads: a connection waiting for its next request keeps only the small state of
         // this loop (measured: the whole connection future went from 2 KiB to a few hundred
         // bytes, which is most of the idle-connection memory).
-        if !io.read_buf.borrow().is_empty() {
+        if io.worth_parsing(unfinished) {
             let batch = Box::pin(process(&io, &*service, &mut head_started));
             match batch.await {
                 Next::KeepAlive => {}
                 Next::Close => return,
                 Next::Http2 => return switch_to_h2(io, service).await,
             }
+            unfinished = match head_started {
+                Some(_) => io.read_buf.borrow().len(),
+                None => 0,
+            };
         }
         let idle = io.read_buf.borrow().is_empty();
         if idle && worker.is_shutting_down() {
@@ -733,6 +741,21 @@ impl ConnIo {
     }
 
     /// An idle connection keeps no buffers: they go back to the worker's pool.
+    /// Whether the read buffer may hold something to act on: anything, unless the last parse
+    /// found an unfinished head of `unfinished` bytes; then only bytes with a LF (a line, maybe
+    /// the head, ended), or enough of them to break a size limit (431, or 414 while the request
+    /// line is still open).
+    fn worth_parsing(&self, unfinished: usize) -> bool {
+        let buf = self.read_buf.borrow();
+        if unfinished == 0 || unfinished > buf.len() {
+            return !buf.is_empty();
+        }
+        let limits = &self.worker.limits;
+        buf[unfinished..].contains(&b'\n')
+            || buf.len() > limits.max_head_bytes
+            || (buf.len() > limits.max_uri_len && !buf[..unfinished].contains(&b'\n'))
+    }
+
     fn release_buffers(&self) {
         let mut read = std::mem::take(&mut *self.read_buf.borrow_mut());
         // The front of the buffer went to the requests' heads (`split_to`), so what is left

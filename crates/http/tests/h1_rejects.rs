@@ -568,3 +568,55 @@ fn trailers_over_the_head_limit_are_431() {
         ),
     );
 }
+
+/// Sends `request` one byte per write, as a slow client would, and checks the exact answer.
+/// An unfinished head is parsed again only when a line ends or a size limit may be broken (a
+/// head dripped byte by byte used to be re-parsed from its start on every read, quadratic in
+/// its size), so these pin that the limits still fire at the byte that breaks them. The pause
+/// between bytes makes the server see them one read at a time (a loaded machine may still
+/// batch some; the answer must be the same either way).
+fn assert_dripped(request: &[u8], expected: &str) {
+    let server = common::start_with(1, small_limits(), app());
+    let mut c = server.connect();
+    for byte in request {
+        c.send(std::slice::from_ref(byte));
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    }
+    assert_eq!(c.read_response().text(), expected);
+    server.shutdown();
+}
+
+#[test]
+fn dripped_head_is_answered() {
+    let mut req = b"GET / HTTP/1.1\r\nHost: t\r\n".to_vec();
+    for i in 0..8 {
+        req.extend_from_slice(format!("X-H{i}: value {i}\r\n").as_bytes());
+    }
+    req.extend_from_slice(b"\r\n");
+    assert_dripped(&req, &text_response("200 OK", "", ""));
+}
+
+#[test]
+fn dripped_uri_over_the_limit_is_414_at_the_byte_that_breaks_it() {
+    // The target "/aaa…" reaches 257 bytes (over the limit of 256) with the last byte sent.
+    let mut req = b"GET /".to_vec();
+    req.extend(std::iter::repeat_n(b'a', 256));
+    assert_dripped(
+        &req,
+        &error_close("414 URI Too Long", "request target too long"),
+    );
+}
+
+#[test]
+fn dripped_head_over_the_limit_is_431_at_the_byte_that_breaks_it() {
+    // 1,025 bytes, one over the head limit, with no line end after the first two lines.
+    let mut req = b"GET / HTTP/1.1\r\nHost: t\r\nX-Big: ".to_vec();
+    req.resize(1025, b'a');
+    assert_dripped(
+        &req,
+        &error_close(
+            "431 Request Header Fields Too Large",
+            "message head too large",
+        ),
+    );
+}
