@@ -32,23 +32,24 @@ pub(crate) struct Source {
 impl Source {
     /// Registers a connected stream (already non-blocking), assuming it is ready both ways
     /// until told otherwise.
-    pub(crate) fn new(fd: OwnedFd) -> io::Result<Source> {
-        Self::register(fd, READABLE | WRITABLE, Kind::Stream)
+    /// `shared`: the fd came from the user (`from_std`), who may hold a duplicate of it.
+    pub(crate) fn new(fd: OwnedFd, shared: bool) -> io::Result<Source> {
+        Self::register(fd, READABLE | WRITABLE, Kind::Stream, shared)
     }
 
     /// Registers a stream that is still connecting (`ready`: [`READABLE`]).
     pub(crate) fn with_readiness(fd: OwnedFd, ready: u8) -> io::Result<Source> {
-        Self::register(fd, ready, Kind::Stream)
+        Self::register(fd, ready, Kind::Stream, false)
     }
 
     /// Registers a listener: readiness only, on either driver.
     pub(crate) fn listener(fd: OwnedFd) -> io::Result<Source> {
-        Self::register(fd, READABLE | WRITABLE, Kind::Readiness)
+        Self::register(fd, READABLE | WRITABLE, Kind::Readiness, false)
     }
 
-    /// Registers a TCP listener: see [`Source::poll_accept`].
-    pub(crate) fn tcp_listener(fd: OwnedFd) -> io::Result<Source> {
-        Self::register(fd, READABLE | WRITABLE, Kind::Acceptor)
+    /// Registers a TCP listener: see [`Source::poll_accept`]. `shared` as in [`Source::new`].
+    pub(crate) fn tcp_listener(fd: OwnedFd, shared: bool) -> io::Result<Source> {
+        Self::register(fd, READABLE | WRITABLE, Kind::Acceptor, shared)
     }
 
     /// Accepts through the ring (a TCP listener on io_uring); `None` on epoll, where the caller
@@ -61,9 +62,9 @@ impl Source {
             .then(|| self.with_uring(|r| r.poll_accept(self.token, cx)))
     }
 
-    fn register(fd: OwnedFd, ready: u8, kind: Kind) -> io::Result<Source> {
+    fn register(fd: OwnedFd, ready: u8, kind: Kind, shared: bool) -> io::Result<Source> {
         let (token, worker, uring) = with_core(|core| {
-            let token = core.reactor.register(fd.as_fd(), ready, kind)?;
+            let token = core.reactor.register(fd.as_fd(), ready, kind, shared)?;
             let uring = kind != Kind::Readiness && matches!(core.reactor, Reactor::Uring(_));
             Ok::<_, io::Error>((token, core.shared.uid, uring))
         })?;

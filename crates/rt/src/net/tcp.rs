@@ -76,7 +76,7 @@ impl ListenOptions {
 
     fn bind_one(&self, addr: SocketAddr) -> io::Result<TcpListener> {
         Ok(TcpListener {
-            source: Source::tcp_listener(self.bind_fd(addr)?)?,
+            source: Source::tcp_listener(self.bind_fd(addr)?, false)?,
         })
     }
 
@@ -124,7 +124,7 @@ impl TcpListener {
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
         Ok(TcpListener {
-            source: Source::tcp_listener(OwnedFd::from(listener))?,
+            source: Source::tcp_listener(OwnedFd::from(listener), true)?,
         })
     }
 
@@ -170,7 +170,7 @@ pub struct TcpStream {
 impl TcpStream {
     fn from_fd(fd: OwnedFd) -> io::Result<TcpStream> {
         Ok(TcpStream {
-            source: Source::new(fd)?,
+            source: Source::new(fd, false)?,
         })
     }
 
@@ -207,7 +207,9 @@ impl TcpStream {
     /// Takes over a connected std socket (it is made non-blocking).
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
-        Self::from_fd(OwnedFd::from(stream))
+        Ok(TcpStream {
+            source: Source::new(OwnedFd::from(stream), true)?,
+        })
     }
 
     /// Sets `TCP_NODELAY` (no Nagle delay for small writes).

@@ -45,7 +45,7 @@ impl UnixListener {
         })
         .await?;
         Ok(UnixStream {
-            source: Source::new(fd)?,
+            source: Source::new(fd, false)?,
         })
     }
 }
@@ -71,7 +71,7 @@ impl UnixStream {
         match rustix::net::connect(&fd, &SocketAddrUnix::new(path.as_ref())?) {
             Ok(()) => {
                 return Ok(UnixStream {
-                    source: Source::new(fd)?,
+                    source: Source::new(fd, false)?,
                 })
             }
             // `EAGAIN` is not "in progress" here: the backlog is full and the socket was left
@@ -97,10 +97,10 @@ impl UnixStream {
         )?;
         Ok((
             UnixStream {
-                source: Source::new(a)?,
+                source: Source::new(a, false)?,
             },
             UnixStream {
-                source: Source::new(b)?,
+                source: Source::new(b, false)?,
             },
         ))
     }
