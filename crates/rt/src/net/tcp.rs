@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use rustix::net::{sockopt, AddressFamily, SocketFlags, SocketType};
 
 use super::source::{stream_io, Source};
-use crate::reactor::{Direction, READABLE};
+use crate::reactor::Direction;
 
 /// How a [`TcpListener`] is bound. `SO_REUSEADDR` is always on.
 #[derive(Clone, Debug)]
@@ -195,13 +195,9 @@ impl TcpStream {
             Err(rustix::io::Errno::INPROGRESS) => {}
             Err(e) => return Err(e.into()),
         }
-        // Not writable until the handshake completes; readable is fine to assume.
-        let source = Source::with_readiness(fd, READABLE)?;
-        source.ready(Direction::Write).await;
-        match sockopt::socket_error(&source)? {
-            Ok(()) => Ok(TcpStream { source }),
-            Err(e) => Err(e.into()),
-        }
+        Ok(TcpStream {
+            source: Source::connecting(fd).await?,
+        })
     }
 
     /// Takes over a connected std socket (it is made non-blocking).

@@ -9,7 +9,7 @@ use std::path::Path;
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 
 use super::source::{stream_io, Source};
-use crate::reactor::{Direction, READABLE};
+use crate::reactor::Direction;
 
 fn new_socket() -> io::Result<OwnedFd> {
     Ok(rustix::net::socket_with(
@@ -79,12 +79,9 @@ impl UnixStream {
             Err(rustix::io::Errno::INPROGRESS) => {}
             Err(e) => return Err(e.into()),
         }
-        let source = Source::with_readiness(fd, READABLE)?;
-        source.ready(Direction::Write).await;
-        match rustix::net::sockopt::socket_error(&source)? {
-            Ok(()) => Ok(UnixStream { source }),
-            Err(e) => Err(e.into()),
-        }
+        Ok(UnixStream {
+            source: Source::connecting(fd).await?,
+        })
     }
 
     /// A connected pair, both ends on the current worker.
