@@ -50,37 +50,30 @@ impl ListenOptions {
     /// with [`TcpListener::from_std`] (for example: bind in `main` to learn the port, then move
     /// it to a worker thread).
     pub fn bind_std(&self, addr: impl ToSocketAddrs) -> io::Result<std::net::TcpListener> {
-        let mut last_err = None;
-        for addr in addr.to_socket_addrs()? {
-            match self.bind_fd(addr) {
-                Ok(fd) => return Ok(std::net::TcpListener::from(fd)),
-                Err(e) => last_err = Some(e),
-            }
-        }
-        Err(last_err
-            .unwrap_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no addresses to bind")))
+        Ok(std::net::TcpListener::from(self.bind_fd(addr)?))
     }
 
     /// Binds a listener on the current worker.
     pub fn bind(&self, addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
-        let mut last_err = None;
-        for addr in addr.to_socket_addrs()? {
-            match self.bind_one(addr) {
-                Ok(l) => return Ok(l),
-                Err(e) => last_err = Some(e),
-            }
-        }
-        Err(last_err
-            .unwrap_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no addresses to bind")))
-    }
-
-    fn bind_one(&self, addr: SocketAddr) -> io::Result<TcpListener> {
         Ok(TcpListener {
             source: Source::tcp_listener(self.bind_fd(addr)?, false)?,
         })
     }
 
-    fn bind_fd(&self, addr: SocketAddr) -> io::Result<OwnedFd> {
+    /// A listening socket on the first address of `addr` that binds.
+    fn bind_fd(&self, addr: impl ToSocketAddrs) -> io::Result<OwnedFd> {
+        let mut last_err = None;
+        for addr in addr.to_socket_addrs()? {
+            match self.bind_one(addr) {
+                Ok(fd) => return Ok(fd),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err
+            .unwrap_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no addresses to bind")))
+    }
+
+    fn bind_one(&self, addr: SocketAddr) -> io::Result<OwnedFd> {
         let fd = new_socket(addr)?;
         sockopt::set_socket_reuseaddr(&fd, true)?;
         if self.reuse_port {
