@@ -32,23 +32,31 @@ pub(crate) struct Source {
 impl Source {
     /// Registers a connected stream (already non-blocking), assuming it is ready both ways
     /// until told otherwise.
-    pub(crate) fn new(fd: OwnedFd) -> io::Result<Source> {
-        Self::register(fd, READABLE | WRITABLE, Kind::Stream)
+    /// `shared`: the fd came from the user (`from_std`), who may hold a duplicate of it.
+    pub(crate) fn new(fd: OwnedFd, shared: bool) -> io::Result<Source> {
+        Self::register(fd, READABLE | WRITABLE, Kind::Stream, shared)
     }
 
-    /// Registers a stream that is still connecting (`ready`: [`READABLE`]).
-    pub(crate) fn with_readiness(fd: OwnedFd, ready: u8) -> io::Result<Source> {
-        Self::register(fd, ready, Kind::Stream)
+    /// Registers a stream whose non-blocking `connect` is in progress, and waits for the
+    /// handshake to end: `Err` if it failed.
+    pub(crate) async fn connecting(fd: OwnedFd) -> io::Result<Source> {
+        // Not writable until the handshake completes; readable is fine to assume.
+        let source = Self::register(fd, READABLE, Kind::Stream, false)?;
+        source.ready(Direction::Write).await;
+        match rustix::net::sockopt::socket_error(&source)? {
+            Ok(()) => Ok(source),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Registers a listener: readiness only, on either driver.
     pub(crate) fn listener(fd: OwnedFd) -> io::Result<Source> {
-        Self::register(fd, READABLE | WRITABLE, Kind::Readiness)
+        Self::register(fd, READABLE | WRITABLE, Kind::Readiness, false)
     }
 
-    /// Registers a TCP listener: see [`Source::poll_accept`].
-    pub(crate) fn tcp_listener(fd: OwnedFd) -> io::Result<Source> {
-        Self::register(fd, READABLE | WRITABLE, Kind::Acceptor)
+    /// Registers a TCP listener: see [`Source::poll_accept`]. `shared` as in [`Source::new`].
+    pub(crate) fn tcp_listener(fd: OwnedFd, shared: bool) -> io::Result<Source> {
+        Self::register(fd, READABLE | WRITABLE, Kind::Acceptor, shared)
     }
 
     /// Accepts through the ring (a TCP listener on io_uring); `None` on epoll, where the caller
@@ -61,9 +69,9 @@ impl Source {
             .then(|| self.with_uring(|r| r.poll_accept(self.token, cx)))
     }
 
-    fn register(fd: OwnedFd, ready: u8, kind: Kind) -> io::Result<Source> {
+    fn register(fd: OwnedFd, ready: u8, kind: Kind, shared: bool) -> io::Result<Source> {
         let (token, worker, uring) = with_core(|core| {
-            let token = core.reactor.register(fd.as_fd(), ready, kind)?;
+            let token = core.reactor.register(fd.as_fd(), ready, kind, shared)?;
             let uring = kind != Kind::Readiness && matches!(core.reactor, Reactor::Uring(_));
             Ok::<_, io::Error>((token, core.shared.uid, uring))
         })?;
@@ -134,6 +142,26 @@ impl Source {
         }
     }
 
+    /// [`Source::poll_io`] for a stream read or write of up to `len` bytes. A short transfer on
+    /// a stream socket means its receive queue is empty (or its send buffer full): readiness is
+    /// cleared to skip the `EAGAIN` syscall the next call would make. The edge-triggered
+    /// registration reports new data (or room).
+    fn poll_stream_io(
+        &self,
+        cx: &Context<'_>,
+        dir: Direction,
+        len: usize,
+        op: impl FnMut(&OwnedFd) -> rustix::io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        let result = self.poll_io(cx, dir, op);
+        if let Poll::Ready(Ok(n)) = result {
+            if n > 0 && n < len {
+                self.clear_ready(dir);
+            }
+        }
+        result
+    }
+
     /// Tries `op` once without waiting: `WouldBlock` when the fd is not ready.
     pub(crate) fn try_io<R>(
         &self,
@@ -160,24 +188,12 @@ impl Source {
             return Poll::Ready(Ok(0)); // as `read(2)` with no room
         }
         if self.uring {
-            let mut filled = 0;
-            return self.poll_recv(Some(cx), &mut |bytes| {
-                let n = bytes.len().min(buf.len() - filled);
-                buf[filled..filled + n].copy_from_slice(&bytes[..n]);
-                filled += n;
-                n
-            });
+            return self.poll_recv(Some(cx), &mut copy_into(buf));
         }
         let len = buf.len();
-        let result = self.poll_io(cx, Direction::Read, |fd| rustix::io::read(fd, &mut *buf));
-        // A short read on a stream socket means its receive queue is empty: skip the EAGAIN
-        // syscall the next read would make. The edge-triggered registration reports new data.
-        if let Poll::Ready(Ok(n)) = result {
-            if n > 0 && n < len {
-                self.clear_ready(Direction::Read);
-            }
-        }
-        result
+        self.poll_stream_io(cx, Direction::Read, len, |fd| {
+            rustix::io::read(fd, &mut *buf)
+        })
     }
 
     /// Reads into the spare capacity of `buf` (growing it by 4 KiB when it has none), appending.
@@ -197,15 +213,9 @@ impl Source {
                 n
             });
         }
-        let result = self.poll_io(cx, Direction::Read, |fd| {
+        self.poll_stream_io(cx, Direction::Read, spare, |fd| {
             rustix::io::read(fd, rustix::buffer::spare_capacity(&mut *buf))
-        });
-        if let Poll::Ready(Ok(n)) = result {
-            if n > 0 && n < spare {
-                self.clear_ready(Direction::Read);
-            }
-        }
-        result
+        })
     }
 
     /// Reads into the spare capacity of a `BytesMut`, appending (reserving 4 KiB if it is full).
@@ -227,16 +237,13 @@ impl Source {
         }
         let spare = buf.spare_capacity_mut();
         let len = spare.len();
-        let result = self.poll_io(cx, Direction::Read, |fd| {
+        let result = self.poll_stream_io(cx, Direction::Read, len, |fd| {
             rustix::io::read(fd, &mut *spare).map(|(init, _)| init.len())
         });
         if let Poll::Ready(Ok(n)) = result {
             // SAFETY: `read` initialized the first `n` bytes of the spare capacity (rustix
             // returns exactly the initialized prefix), and `n <= len` is within capacity.
             unsafe { buf.set_len(buf.len() + n) };
-            if n > 0 && n < len {
-                self.clear_ready(Direction::Read);
-            }
         }
         result
     }
@@ -245,14 +252,9 @@ impl Source {
         if self.uring {
             return self.with_uring(|r| r.poll_send(self.token, Some(cx), &[IoSlice::new(buf)]));
         }
-        let result = self.poll_io(cx, Direction::Write, |fd| rustix::io::write(fd, buf));
-        // A short write means the send buffer is full.
-        if let Poll::Ready(Ok(n)) = result {
-            if n < buf.len() {
-                self.clear_ready(Direction::Write);
-            }
-        }
-        result
+        self.poll_stream_io(cx, Direction::Write, buf.len(), |fd| {
+            rustix::io::write(fd, buf)
+        })
     }
 
     pub(crate) fn poll_write_vectored(
@@ -264,13 +266,9 @@ impl Source {
             return self.with_uring(|r| r.poll_send(self.token, Some(cx), bufs));
         }
         let total: usize = bufs.iter().map(|b| b.len()).sum();
-        let result = self.poll_io(cx, Direction::Write, |fd| rustix::io::writev(fd, bufs));
-        if let Poll::Ready(Ok(n)) = result {
-            if n < total {
-                self.clear_ready(Direction::Write);
-            }
-        }
-        result
+        self.poll_stream_io(cx, Direction::Write, total, |fd| {
+            rustix::io::writev(fd, bufs)
+        })
     }
 
     /// Reads now if data is there: `WouldBlock` otherwise.
@@ -278,14 +276,7 @@ impl Source {
         if !self.uring {
             return self.try_io(Direction::Read, |fd| rustix::io::read(fd, buf));
         }
-        let mut filled = 0;
-        let sink = &mut |bytes: &[u8]| {
-            let n = bytes.len().min(buf.len() - filled);
-            buf[filled..filled + n].copy_from_slice(&bytes[..n]);
-            filled += n;
-            n
-        };
-        match self.poll_recv(None, sink) {
+        match self.poll_recv(None, &mut copy_into(buf)) {
             Poll::Ready(result) => result,
             Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
         }
@@ -332,6 +323,17 @@ impl Source {
             Ok(()) | Err(rustix::io::Errno::NOTCONN) => Ok(()),
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+/// A receive sink (io_uring) that copies into `buf` from its start, as much as fits.
+fn copy_into(buf: &mut [u8]) -> impl FnMut(&[u8]) -> usize + '_ {
+    let mut filled = 0;
+    move |bytes| {
+        let n = bytes.len().min(buf.len() - filled);
+        buf[filled..filled + n].copy_from_slice(&bytes[..n]);
+        filled += n;
+        n
     }
 }
 

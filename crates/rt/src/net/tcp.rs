@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use rustix::net::{sockopt, AddressFamily, SocketFlags, SocketType};
 
 use super::source::{stream_io, Source};
-use crate::reactor::{Direction, READABLE};
+use crate::reactor::Direction;
 
 /// How a [`TcpListener`] is bound. `SO_REUSEADDR` is always on.
 #[derive(Clone, Debug)]
@@ -50,23 +50,22 @@ impl ListenOptions {
     /// with [`TcpListener::from_std`] (for example: bind in `main` to learn the port, then move
     /// it to a worker thread).
     pub fn bind_std(&self, addr: impl ToSocketAddrs) -> io::Result<std::net::TcpListener> {
-        let mut last_err = None;
-        for addr in addr.to_socket_addrs()? {
-            match self.bind_fd(addr) {
-                Ok(fd) => return Ok(std::net::TcpListener::from(fd)),
-                Err(e) => last_err = Some(e),
-            }
-        }
-        Err(last_err
-            .unwrap_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no addresses to bind")))
+        Ok(std::net::TcpListener::from(self.bind_fd(addr)?))
     }
 
     /// Binds a listener on the current worker.
     pub fn bind(&self, addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        Ok(TcpListener {
+            source: Source::tcp_listener(self.bind_fd(addr)?, false)?,
+        })
+    }
+
+    /// A listening socket on the first address of `addr` that binds.
+    fn bind_fd(&self, addr: impl ToSocketAddrs) -> io::Result<OwnedFd> {
         let mut last_err = None;
         for addr in addr.to_socket_addrs()? {
             match self.bind_one(addr) {
-                Ok(l) => return Ok(l),
+                Ok(fd) => return Ok(fd),
                 Err(e) => last_err = Some(e),
             }
         }
@@ -74,13 +73,7 @@ impl ListenOptions {
             .unwrap_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no addresses to bind")))
     }
 
-    fn bind_one(&self, addr: SocketAddr) -> io::Result<TcpListener> {
-        Ok(TcpListener {
-            source: Source::tcp_listener(self.bind_fd(addr)?)?,
-        })
-    }
-
-    fn bind_fd(&self, addr: SocketAddr) -> io::Result<OwnedFd> {
+    fn bind_one(&self, addr: SocketAddr) -> io::Result<OwnedFd> {
         let fd = new_socket(addr)?;
         sockopt::set_socket_reuseaddr(&fd, true)?;
         if self.reuse_port {
@@ -124,7 +117,7 @@ impl TcpListener {
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
         Ok(TcpListener {
-            source: Source::tcp_listener(OwnedFd::from(listener))?,
+            source: Source::tcp_listener(OwnedFd::from(listener), true)?,
         })
     }
 
@@ -170,7 +163,7 @@ pub struct TcpStream {
 impl TcpStream {
     fn from_fd(fd: OwnedFd) -> io::Result<TcpStream> {
         Ok(TcpStream {
-            source: Source::new(fd)?,
+            source: Source::new(fd, false)?,
         })
     }
 
@@ -195,19 +188,17 @@ impl TcpStream {
             Err(rustix::io::Errno::INPROGRESS) => {}
             Err(e) => return Err(e.into()),
         }
-        // Not writable until the handshake completes; readable is fine to assume.
-        let source = Source::with_readiness(fd, READABLE)?;
-        source.ready(Direction::Write).await;
-        match sockopt::socket_error(&source)? {
-            Ok(()) => Ok(TcpStream { source }),
-            Err(e) => Err(e.into()),
-        }
+        Ok(TcpStream {
+            source: Source::connecting(fd).await?,
+        })
     }
 
     /// Takes over a connected std socket (it is made non-blocking).
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
-        Self::from_fd(OwnedFd::from(stream))
+        Ok(TcpStream {
+            source: Source::new(OwnedFd::from(stream), true)?,
+        })
     }
 
     /// Sets `TCP_NODELAY` (no Nagle delay for small writes).

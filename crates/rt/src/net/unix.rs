@@ -9,7 +9,7 @@ use std::path::Path;
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 
 use super::source::{stream_io, Source};
-use crate::reactor::{Direction, READABLE};
+use crate::reactor::Direction;
 
 fn new_socket() -> io::Result<OwnedFd> {
     Ok(rustix::net::socket_with(
@@ -45,7 +45,7 @@ impl UnixListener {
         })
         .await?;
         Ok(UnixStream {
-            source: Source::new(fd)?,
+            source: Source::new(fd, false)?,
         })
     }
 }
@@ -71,7 +71,7 @@ impl UnixStream {
         match rustix::net::connect(&fd, &SocketAddrUnix::new(path.as_ref())?) {
             Ok(()) => {
                 return Ok(UnixStream {
-                    source: Source::new(fd)?,
+                    source: Source::new(fd, false)?,
                 })
             }
             // `EAGAIN` is not "in progress" here: the backlog is full and the socket was left
@@ -79,12 +79,9 @@ impl UnixStream {
             Err(rustix::io::Errno::INPROGRESS) => {}
             Err(e) => return Err(e.into()),
         }
-        let source = Source::with_readiness(fd, READABLE)?;
-        source.ready(Direction::Write).await;
-        match rustix::net::sockopt::socket_error(&source)? {
-            Ok(()) => Ok(UnixStream { source }),
-            Err(e) => Err(e.into()),
-        }
+        Ok(UnixStream {
+            source: Source::connecting(fd).await?,
+        })
     }
 
     /// A connected pair, both ends on the current worker.
@@ -97,10 +94,10 @@ impl UnixStream {
         )?;
         Ok((
             UnixStream {
-                source: Source::new(a)?,
+                source: Source::new(a, false)?,
             },
             UnixStream {
-                source: Source::new(b)?,
+                source: Source::new(b, false)?,
             },
         ))
     }

@@ -9,9 +9,10 @@
 //! read can return the last data before a FIN whose one edge has already been reported, and
 //! clearing that would leave the reader waiting for an edge that never comes.
 //!
-//! Token 0 is the worker's [`Notifier`] (eventfd); other tokens are slab keys plus one.
+//! Token 0 is the worker's [`Notifier`] (eventfd); other tokens are slab keys plus one in the
+//! low 32 bits and the registration's generation in the high 32 (see [`Reactor::deregister`]).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::task::{Context, Poll, Waker};
@@ -29,6 +30,10 @@ const MAX_EVENTS: usize = 1024;
 #[derive(Default)]
 struct ScheduledIo {
     ready: u8,
+    /// Tells this registration's events from those of an earlier one under the same slab key.
+    generation: u32,
+    /// The fd may have been duplicated outside volt-rt: remove it from the set before closing.
+    shared: bool,
     reader: Option<Waker>,
     writer: Option<Waker>,
 }
@@ -39,6 +44,8 @@ pub(crate) struct Reactor {
     sources: RefCell<Slab<ScheduledIo>>,
     /// Reused between turns: wakers taken from `sources`, woken once the borrow is released.
     to_wake: RefCell<Vec<Waker>>,
+    /// Bumped on every registration.
+    generation: Cell<u32>,
 }
 
 impl Reactor {
@@ -55,19 +62,28 @@ impl Reactor {
             events: RefCell::new(Vec::with_capacity(MAX_EVENTS)),
             sources: RefCell::new(Slab::with_capacity(1024)),
             to_wake: RefCell::new(Vec::with_capacity(64)),
+            generation: Cell::new(0),
         })
     }
 
     /// Registers `fd` for both directions. `ready` is the readiness to assume until the first
     /// event: a fresh accepted socket is worth one optimistic read, a connecting one is not.
-    pub(crate) fn register(&self, fd: BorrowedFd<'_>, ready: u8) -> io::Result<usize> {
+    /// `shared`: the fd came from the user, who may hold a duplicate of it.
+    pub(crate) fn register(
+        &self,
+        fd: BorrowedFd<'_>,
+        ready: u8,
+        shared: bool,
+    ) -> io::Result<usize> {
         let mut sources = self.sources.borrow_mut();
         let entry = sources.vacant_entry();
         let token = entry.key();
+        let generation = self.generation.get().wrapping_add(1);
+        self.generation.set(generation);
         epoll::add(
             &self.epoll,
             fd,
-            epoll::EventData::new_u64(token as u64 + 1),
+            epoll::EventData::new_u64(u64::from(generation) << 32 | (token as u64 + 1)),
             epoll::EventFlags::IN
                 | epoll::EventFlags::OUT
                 | epoll::EventFlags::RDHUP
@@ -75,16 +91,29 @@ impl Reactor {
         )?;
         entry.insert(ScheduledIo {
             ready,
+            generation,
+            shared,
             ..ScheduledIo::default()
         });
         Ok(token)
     }
 
+    /// Forgets `token` and closes `fd`.
+    ///
+    /// Closing the last fd of an open file description removes it from every epoll set, so
+    /// `EPOLL_CTL_DEL` is a wasted syscall for the fds volt-rt made itself (accepted, connected,
+    /// paired, bound: it never duplicates them). The rule: delete first only when the fd came
+    /// from the user (`from_std`), who may have cloned the socket; its clone would otherwise stay
+    /// in this set and wake this worker for nothing. A duplicate made through `AsFd` on a socket
+    /// volt-rt created (or a `fork`) also keeps the registration alive: its later events carry
+    /// this registration's generation, which no longer matches, and [`Reactor::poll`] drops them
+    /// rather than set (sticky) readiness on whatever socket reuses the slab key.
     pub(crate) fn deregister(&self, token: usize, fd: OwnedFd) {
-        // Removing before close matters only for descriptors duplicated elsewhere; it is cheap.
-        let _ = epoll::delete(&self.epoll, &fd);
-        drop(fd);
         let io = self.sources.borrow_mut().try_remove(token);
+        if io.as_ref().is_some_and(|io| io.shared) {
+            let _ = epoll::delete(&self.epoll, &fd);
+        }
+        drop(fd);
         drop(io); // wakers dropped outside the borrow
     }
 
@@ -143,13 +172,17 @@ impl Reactor {
         {
             let mut sources = self.sources.borrow_mut();
             for event in events.iter() {
-                let token = event.data.u64();
-                if token == NOTIFIER_TOKEN {
+                let data = event.data.u64();
+                if data == NOTIFIER_TOKEN {
                     notified = true; // the executor checks its inbox every turn
                     continue;
                 }
-                let Some(io) = sources.get_mut(token as usize - 1) else {
-                    continue;
+                let (generation, key) = ((data >> 32) as u32, (data as u32) as usize - 1);
+                let Some(io) = sources
+                    .get_mut(key)
+                    .filter(|io| io.generation == generation)
+                else {
+                    continue; // a closed registration kept alive by a duplicate of its fd
                 };
                 let flags = event.flags;
                 let error = epoll::EventFlags::ERR | epoll::EventFlags::HUP;

@@ -199,9 +199,15 @@ impl Reactor {
     }
 
     /// Registers `fd`, assuming `ready` until told otherwise (see [`epoll::Reactor::register`]).
-    pub(crate) fn register(&self, fd: BorrowedFd<'_>, ready: u8, kind: Kind) -> io::Result<usize> {
+    pub(crate) fn register(
+        &self,
+        fd: BorrowedFd<'_>,
+        ready: u8,
+        kind: Kind,
+        shared: bool,
+    ) -> io::Result<usize> {
         match self {
-            Reactor::Epoll(r) => r.register(fd, ready),
+            Reactor::Epoll(r) => r.register(fd, ready, shared),
             Reactor::Uring(r) => r.register(fd, ready, kind),
         }
     }
