@@ -129,7 +129,9 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usi
             match batch.await {
                 Next::KeepAlive => {}
                 Next::Close => return,
-                Next::Http2 => return switch_to_h2(io, service).await,
+                // Boxed: the hand-over's state would otherwise widen every HTTP/1
+                // connection's future, idle ones included.
+                Next::Http2 => return Box::pin(switch_to_h2(io, service)).await,
             }
             unfinished = match head_started {
                 Some(_) => io.read_buf.borrow().len(),
