@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
 
 use crate::executor::{try_with_core, with_core};
@@ -74,7 +74,9 @@ impl Timers {
 /// A future that completes at a deadline. Created by [`sleep`] and [`sleep_until`].
 pub struct Sleep {
     deadline: Instant,
-    key: Option<Key>,
+    /// The timer-map entry while registered, with the identity of the waker it holds: a poll
+    /// by the same task (the usual case: a connection waiting again) then needs no map lookup.
+    entry: Option<(Key, WakerId)>,
     /// Registered with this worker's timers: must stay on it.
     _local: std::marker::PhantomData<*const ()>,
 }
@@ -88,7 +90,7 @@ pub fn sleep(duration: Duration) -> Sleep {
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
         deadline,
-        key: None,
+        entry: None,
         _local: std::marker::PhantomData,
     }
 }
@@ -111,9 +113,21 @@ impl Sleep {
     }
 
     fn unregister(&mut self) {
-        if let Some(key) = self.key.take() {
+        if let Some((key, _)) = self.entry.take() {
             try_with_core(|core| core.timers.remove(&key));
         }
+    }
+}
+
+/// What [`Waker::will_wake`] compares: the data pointer and the vtable. Comparing a
+/// registered entry's id is sound because the map holds a clone of that waker, so its task
+/// cannot be freed and its address reused while the entry exists.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct WakerId(*const (), *const RawWakerVTable);
+
+impl WakerId {
+    fn of(waker: &Waker) -> WakerId {
+        WakerId(waker.data(), waker.vtable())
     }
 }
 
@@ -125,12 +139,19 @@ impl Future for Sleep {
             self.unregister();
             return Poll::Ready(());
         }
+        // An entry leaves the map only once its deadline passed (checked just above), so a
+        // registered entry is still there and only its waker may need a refresh.
+        if let Some((_, id)) = &self.entry {
+            if *id == WakerId::of(cx.waker()) {
+                return Poll::Pending;
+            }
+        }
         let deadline = self.deadline;
-        let key = with_core(|core| match self.key {
-            Some(key) if core.timers.update(&key, cx.waker()) => key,
+        let key = with_core(|core| match &self.entry {
+            Some((key, _)) if core.timers.update(key, cx.waker()) => *key,
             _ => core.timers.insert(deadline, cx.waker().clone()),
         });
-        self.key = Some(key);
+        self.entry = Some((key, WakerId::of(cx.waker())));
         Poll::Pending
     }
 }
