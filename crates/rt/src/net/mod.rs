@@ -5,8 +5,10 @@
 //! with a `SO_REUSEPORT` listener per worker, which is the intended design).
 
 mod source;
+mod stream;
 mod tcp;
 mod unix;
 
+pub use stream::{Stream, Tcp, Unix};
 pub use tcp::{ListenOptions, TcpListener, TcpStream};
 pub use unix::{UnixListener, UnixStream};

@@ -8,7 +8,8 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use rustix::net::{sockopt, AddressFamily, SocketFlags, SocketType};
 
-use super::source::{stream_io, Source};
+use super::source::Source;
+use super::stream::{Stream, Tcp};
 use crate::reactor::Direction;
 
 /// How a [`TcpListener`] is bound. `SO_REUSEADDR` is always on.
@@ -154,17 +155,11 @@ impl fmt::Debug for TcpListener {
 }
 
 /// A TCP connection registered with the current worker.
-///
-/// I/O methods take `&self`, so one task may read while another writes.
-pub struct TcpStream {
-    source: Source,
-}
+pub type TcpStream = Stream<Tcp>;
 
-impl TcpStream {
+impl Stream<Tcp> {
     fn from_fd(fd: OwnedFd) -> io::Result<TcpStream> {
-        Ok(TcpStream {
-            source: Source::new(fd, false)?,
-        })
+        Ok(Stream::new(Source::new(fd, false)?))
     }
 
     /// Connects to the first address of `addr` that accepts.
@@ -188,27 +183,23 @@ impl TcpStream {
             Err(rustix::io::Errno::INPROGRESS) => {}
             Err(e) => return Err(e.into()),
         }
-        Ok(TcpStream {
-            source: Source::connecting(fd).await?,
-        })
+        Ok(Stream::new(Source::connecting(fd).await?))
     }
 
     /// Takes over a connected std socket (it is made non-blocking).
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
-        Ok(TcpStream {
-            source: Source::new(OwnedFd::from(stream), true)?,
-        })
+        Ok(Stream::new(Source::new(OwnedFd::from(stream), true)?))
     }
 
     /// Sets `TCP_NODELAY` (no Nagle delay for small writes).
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
-        Ok(sockopt::set_tcp_nodelay(&self.source, on)?)
+        Ok(sockopt::set_tcp_nodelay(self, on)?)
     }
 
     /// The remote address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        match rustix::net::getpeername(&self.source)? {
+        match rustix::net::getpeername(self)? {
             Some(a) => to_std_addr(a),
             None => Err(io::ErrorKind::NotConnected.into()),
         }
@@ -216,11 +207,9 @@ impl TcpStream {
 
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        to_std_addr(rustix::net::getsockname(&self.source)?)
+        to_std_addr(rustix::net::getsockname(self)?)
     }
 }
-
-stream_io!(TcpStream);
 
 impl fmt::Debug for TcpStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

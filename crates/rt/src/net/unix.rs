@@ -8,7 +8,8 @@ use std::path::Path;
 
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 
-use super::source::{stream_io, Source};
+use super::source::Source;
+use super::stream::{Stream, Unix};
 use crate::reactor::Direction;
 
 fn new_socket() -> io::Result<OwnedFd> {
@@ -44,9 +45,7 @@ impl UnixListener {
             })
         })
         .await?;
-        Ok(UnixStream {
-            source: Source::new(fd, false)?,
-        })
+        Ok(Stream::new(Source::new(fd, false)?))
     }
 }
 
@@ -57,11 +56,9 @@ impl fmt::Debug for UnixListener {
 }
 
 /// A Unix-domain stream socket registered with the current worker.
-pub struct UnixStream {
-    source: Source,
-}
+pub type UnixStream = Stream<Unix>;
 
-impl UnixStream {
+impl Stream<Unix> {
     /// Connects to the listener at `path`.
     ///
     /// Fails with [`io::ErrorKind::WouldBlock`] if the listener's backlog is full (Linux
@@ -69,19 +66,13 @@ impl UnixStream {
     pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
         let fd = new_socket()?;
         match rustix::net::connect(&fd, &SocketAddrUnix::new(path.as_ref())?) {
-            Ok(()) => {
-                return Ok(UnixStream {
-                    source: Source::new(fd, false)?,
-                })
-            }
+            Ok(()) => return Ok(Stream::new(Source::new(fd, false)?)),
             // `EAGAIN` is not "in progress" here: the backlog is full and the socket was left
             // unconnected. Waiting for it to become writable would hand out a dead stream.
             Err(rustix::io::Errno::INPROGRESS) => {}
             Err(e) => return Err(e.into()),
         }
-        Ok(UnixStream {
-            source: Source::connecting(fd).await?,
-        })
+        Ok(Stream::new(Source::connecting(fd).await?))
     }
 
     /// A connected pair, both ends on the current worker.
@@ -93,17 +84,11 @@ impl UnixStream {
             None,
         )?;
         Ok((
-            UnixStream {
-                source: Source::new(a, false)?,
-            },
-            UnixStream {
-                source: Source::new(b, false)?,
-            },
+            Stream::new(Source::new(a, false)?),
+            Stream::new(Source::new(b, false)?),
         ))
     }
 }
-
-stream_io!(UnixStream);
 
 impl fmt::Debug for UnixStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

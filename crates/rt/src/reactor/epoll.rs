@@ -5,10 +5,6 @@
 //! says `EAGAIN` (or returns short, which on a stream socket means the same). A task that finds
 //! the bit clear leaves its waker and sleeps until the next edge.
 //!
-//! End of stream and errors are kept apart, in "closed" bits that are never cleared: a short
-//! read can return the last data before a FIN whose one edge has already been reported, and
-//! clearing that would leave the reader waiting for an edge that never comes.
-//!
 //! Token 0 is the worker's [`Notifier`] (eventfd); other tokens are slab keys plus one in the
 //! low 32 bits and the registration's generation in the high 32 (see [`Reactor::deregister`]).
 
@@ -22,20 +18,17 @@ use rustix::event::epoll;
 use rustix::time::Timespec;
 use slab::Slab;
 
-use super::{Direction, Notifier, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
+use super::{Direction, Notifier, Readiness};
 
 const NOTIFIER_TOKEN: u64 = 0;
 const MAX_EVENTS: usize = 1024;
 
-#[derive(Default)]
 struct ScheduledIo {
-    ready: u8,
+    io: Readiness,
     /// Tells this registration's events from those of an earlier one under the same slab key.
     generation: u32,
     /// The fd may have been duplicated outside volt-rt: remove it from the set before closing.
     shared: bool,
-    reader: Option<Waker>,
-    writer: Option<Waker>,
 }
 
 pub(crate) struct Reactor {
@@ -90,10 +83,9 @@ impl Reactor {
                 | epoll::EventFlags::ET,
         )?;
         entry.insert(ScheduledIo {
-            ready,
+            io: Readiness::new(ready),
             generation,
             shared,
-            ..ScheduledIo::default()
         });
         Ok(token)
     }
@@ -117,27 +109,12 @@ impl Reactor {
         drop(io); // wakers dropped outside the borrow
     }
 
-    /// Ready now, or the waker is kept for the next edge in `dir`.
     pub(crate) fn poll_ready(&self, token: usize, dir: Direction, cx: &Context<'_>) -> Poll<()> {
-        let mut sources = self.sources.borrow_mut();
-        let io = &mut sources[token];
-        if io.ready & (dir.bit() | dir.closed_bit()) != 0 {
-            return Poll::Ready(());
-        }
-        let slot = match dir {
-            Direction::Read => &mut io.reader,
-            Direction::Write => &mut io.writer,
-        };
-        match slot {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => *slot = Some(cx.waker().clone()),
-        }
-        Poll::Pending
+        self.sources.borrow_mut()[token].io.poll(dir, cx)
     }
 
-    /// Clears `dir`'s readiness, but not its closed bit, which is final.
     pub(crate) fn clear_ready(&self, token: usize, dir: Direction) {
-        self.sources.borrow_mut()[token].ready &= !dir.bit();
+        self.sources.borrow_mut()[token].io.clear(dir);
     }
 
     /// Waits for events until `deadline` (`None`: until an event) and wakes their tasks.
@@ -184,22 +161,7 @@ impl Reactor {
                 else {
                     continue; // a closed registration kept alive by a duplicate of its fd
                 };
-                let flags = event.flags;
-                let error = epoll::EventFlags::ERR | epoll::EventFlags::HUP;
-                if flags.intersects(epoll::EventFlags::RDHUP | error) {
-                    io.ready |= READ_CLOSED;
-                }
-                if flags.intersects(error) {
-                    io.ready |= WRITE_CLOSED;
-                }
-                if flags.intersects(epoll::EventFlags::IN | epoll::EventFlags::RDHUP | error) {
-                    io.ready |= READABLE;
-                    to_wake.extend(io.reader.take());
-                }
-                if flags.intersects(epoll::EventFlags::OUT | error) {
-                    io.ready |= WRITABLE;
-                    to_wake.extend(io.writer.take());
-                }
+                io.io.set(event.flags, &mut to_wake);
             }
         }
         drop(events);

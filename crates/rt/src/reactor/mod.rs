@@ -10,11 +10,13 @@ mod epoll;
 pub(crate) mod uring;
 
 use std::io;
+use std::net::Shutdown;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::OnceLock;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
+use rustix::event::epoll::EventFlags;
 use rustix::event::{eventfd, EventfdFlags};
 
 /// The kernel interface a runtime's workers wait on.
@@ -114,29 +116,91 @@ pub(crate) enum Direction {
     Write,
 }
 
-impl Direction {
-    fn bit(self) -> u8 {
-        match self {
-            Direction::Read => READABLE,
-            Direction::Write => WRITABLE,
-        }
-    }
-
-    /// The sticky bit that also makes this direction ready.
-    fn closed_bit(self) -> u8 {
-        match self {
-            Direction::Read => READ_CLOSED,
-            Direction::Write => WRITE_CLOSED,
-        }
-    }
-}
-
 pub(crate) const READABLE: u8 = 1;
 pub(crate) const WRITABLE: u8 = 2;
 /// The peer shut down its side, or the socket failed: reads return at once from now on.
 const READ_CLOSED: u8 = 4;
 /// The connection is down (`HUP`) or failed: writes return at once (with an error).
 const WRITE_CLOSED: u8 = 8;
+
+/// A registration's readiness bits and the tasks waiting on them, as both drivers keep them.
+///
+/// End of stream and errors are kept apart, in "closed" bits that are never cleared: a short
+/// read can return the last data before a FIN whose one edge has already been reported, and
+/// clearing that would leave the reader waiting for an edge that never comes.
+#[derive(Default)]
+struct Readiness {
+    ready: u8,
+    reader: Option<Waker>,
+    writer: Option<Waker>,
+}
+
+impl Readiness {
+    fn new(ready: u8) -> Readiness {
+        Readiness {
+            ready,
+            ..Readiness::default()
+        }
+    }
+
+    /// Whether `dir` is ready or closed.
+    fn is_ready(&self, dir: Direction) -> bool {
+        let bits = match dir {
+            Direction::Read => READABLE | READ_CLOSED,
+            Direction::Write => WRITABLE | WRITE_CLOSED,
+        };
+        self.ready & bits != 0
+    }
+
+    /// Ready now, or the waker is kept for the next edge in `dir`.
+    fn poll(&mut self, dir: Direction, cx: &Context<'_>) -> Poll<()> {
+        if self.is_ready(dir) {
+            return Poll::Ready(());
+        }
+        self.wait(dir, cx);
+        Poll::Pending
+    }
+
+    /// Keeps `cx`'s waker for `dir` (once: a task polled again does not clone it again).
+    fn wait(&mut self, dir: Direction, cx: &Context<'_>) {
+        let slot = match dir {
+            Direction::Read => &mut self.reader,
+            Direction::Write => &mut self.writer,
+        };
+        match slot {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => *slot = Some(cx.waker().clone()),
+        }
+    }
+
+    /// Clears `dir`'s readiness, but not its closed bit, which is final.
+    fn clear(&mut self, dir: Direction) {
+        self.ready &= !match dir {
+            Direction::Read => READABLE,
+            Direction::Write => WRITABLE,
+        };
+    }
+
+    /// Records an event (epoll's and poll's flags have the same values) and queues the wakers
+    /// of the directions it makes ready.
+    fn set(&mut self, flags: EventFlags, to_wake: &mut Vec<Waker>) {
+        let error = EventFlags::ERR | EventFlags::HUP;
+        if flags.intersects(EventFlags::RDHUP | error) {
+            self.ready |= READ_CLOSED;
+        }
+        if flags.intersects(error) {
+            self.ready |= WRITE_CLOSED;
+        }
+        if flags.intersects(EventFlags::IN | EventFlags::RDHUP | error) {
+            self.ready |= READABLE;
+            to_wake.extend(self.reader.take());
+        }
+        if flags.intersects(EventFlags::OUT | error) {
+            self.ready |= WRITABLE;
+            to_wake.extend(self.writer.take());
+        }
+    }
+}
 
 /// What a registered descriptor is, which decides how io_uring drives it (epoll treats both
 /// alike).
@@ -149,6 +213,19 @@ pub(crate) enum Kind {
     Stream,
     /// A TCP listener: on io_uring, accepts go through the ring with the peer's address.
     Acceptor,
+}
+
+/// `shutdown(2)`; a socket that is not connected (any more) has nothing to shut down.
+pub(crate) fn shutdown(fd: BorrowedFd<'_>, how: Shutdown) -> io::Result<()> {
+    let how = match how {
+        Shutdown::Read => rustix::net::Shutdown::Read,
+        Shutdown::Write => rustix::net::Shutdown::Write,
+        Shutdown::Both => rustix::net::Shutdown::Both,
+    };
+    match rustix::net::shutdown(fd, how) {
+        Ok(()) | Err(rustix::io::Errno::NOTCONN) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Wakes a worker blocked in the reactor from any thread (an eventfd).

@@ -34,12 +34,13 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use rustix::event::epoll::EventFlags;
 use rustix::event::PollFlags;
 use rustix::io::Errno;
 use rustix::net::AddressFamily;
 use slab::Slab;
 
-use super::{Direction, Kind, Notifier, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
+use super::{shutdown, Direction, Kind, Notifier, Readiness, READABLE, WRITABLE};
 
 /// Size of each provided receive buffer.
 const BUF_SIZE: usize = 4096;
@@ -103,14 +104,13 @@ struct Slot {
     kind: Kind,
     /// Set when the owner drops the socket; the reactor closes it once nothing is in flight.
     owned: Option<OwnedFd>,
-    /// Readiness bits, for [`Kind::Readiness`] slots and a stream's first writability.
-    ready: u8,
-    reader: Option<Waker>,
-    writer: Option<Waker>,
-    /// Operations submitted (or queued) whose last completion has not arrived.
-    in_flight: u8,
-    poll_armed: bool,
-    recv_armed: bool,
+    /// Readiness (of [`Kind::Readiness`] slots, a stream's first writability, a starved read)
+    /// and the waiting tasks: the reader also waits for receives and accepts, the writer for
+    /// sends.
+    io: Readiness,
+    /// The operations submitted (or queued) whose last completion has not arrived, one bit per
+    /// `OP_*`: each is in flight at most once, and the slot is freed when none is.
+    armed: u8,
     /// A cancellation of the receive is on its way.
     recv_cancelling: bool,
     /// The last receive ended with `ENOBUFS`: until [`State::rearm_starved`] re-arms it, reads
@@ -123,18 +123,16 @@ struct Slot {
     recv_end: Option<i32>,
     /// Bytes written and not yet handed to the kernel.
     unsent: Vec<u8>,
-    /// Bytes the kernel is sending from offset `sent`: untouched while `send_armed`.
+    /// Bytes the kernel is sending from offset `sent`: untouched while a send is armed.
     sending: Vec<u8>,
     sent: usize,
-    send_armed: bool,
     /// Listed in `State::to_send`.
     send_queued: bool,
     send_error: Option<i32>,
     /// `shutdown(Write)` asked for while bytes were queued: done once they are sent.
     shutdown_write: bool,
-    /// [`Kind::Acceptor`]: one accept in flight, writing the peer's address into `peer` (boxed,
-    /// so it stays put while the slab grows), and what it accepted.
-    accept_armed: bool,
+    /// [`Kind::Acceptor`]: the accept in flight writes the peer's address into `peer` (boxed,
+    /// so it stays put while the slab grows); what it accepted.
     peer: Option<Box<PeerAddr>>,
     accepted: VecDeque<io::Result<(OwnedFd, SocketAddr)>>,
 }
@@ -170,6 +168,10 @@ fn socket_addr(raw: &[u8]) -> io::Result<SocketAddr> {
 }
 
 impl Slot {
+    fn armed(&self, op: u64) -> bool {
+        self.armed & 1 << op != 0
+    }
+
     fn has_data(&self) -> bool {
         !self.received.is_empty() || !self.spill.is_empty() || self.recv_end.is_some()
     }
@@ -364,7 +366,7 @@ impl Reactor {
         let token = st.sources.insert(Slot {
             fd: fd.as_raw_fd(),
             kind,
-            ready,
+            io: Readiness::new(ready),
             ..Slot::default()
         });
         match kind {
@@ -387,24 +389,18 @@ impl Reactor {
             let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Both);
         }
         slot.accepted.clear();
-        if slot.accept_armed {
-            st.cancel(token, OP_ACCEPT);
-        }
-        let slot = &mut st.sources[token];
         slot.owned = Some(fd);
-        let (reader, writer) = (slot.reader.take(), slot.writer.take());
+        let io = std::mem::take(&mut slot.io);
         for chunk in std::mem::take(&mut slot.received) {
             st.bufs.give_back(chunk.buf);
         }
-        if slot.recv_armed {
-            st.cancel(token, OP_RECV);
-        }
-        let slot = &st.sources[token];
-        if slot.poll_armed {
-            st.cancel(token, OP_POLL);
+        for op in [OP_POLL, OP_RECV, OP_ACCEPT] {
+            if st.sources[token].armed(op) {
+                st.cancel(token, op);
+            }
         }
         st.maybe_close(token);
-        drop((reader, writer));
+        drop(io); // wakers dropped last
     }
 
     pub(crate) fn poll_ready(
@@ -417,24 +413,24 @@ impl Reactor {
         let st = &mut *st;
         let slot = &mut st.sources[token];
         let ready = match (slot.kind, dir) {
-            (Kind::Readiness, _) => slot.ready & (dir.bit() | dir.closed_bit()) != 0,
+            (Kind::Readiness, _) => slot.io.is_ready(dir),
             (Kind::Acceptor, _) => !slot.accepted.is_empty(),
             (Kind::Stream, Direction::Read) if slot.starved => {
-                let ready = slot.has_data() || slot.ready & READABLE != 0;
-                if !ready && !slot.poll_armed {
+                let ready = slot.has_data() || slot.io.ready & READABLE != 0;
+                if !ready && !slot.armed(OP_POLL) {
                     st.arm_poll(token, PollFlags::IN, false);
                 }
                 ready
             }
             (Kind::Stream, Direction::Read) => {
                 let ready = slot.has_data();
-                if !ready && !slot.recv_armed {
+                if !ready && !slot.armed(OP_RECV) {
                     st.arm_recv(token);
                 }
                 ready
             }
             (Kind::Stream, Direction::Write) => {
-                slot.ready & WRITABLE != 0
+                slot.io.ready & WRITABLE != 0
                     && (slot.send_error.is_some() || slot.queued() < SEND_LIMIT)
             }
         };
@@ -442,11 +438,7 @@ impl Reactor {
             return Poll::Ready(());
         }
         if let Some(cx) = cx {
-            let slot = &mut st.sources[token];
-            match dir {
-                Direction::Read => store_waker(&mut slot.reader, cx),
-                Direction::Write => store_waker(&mut slot.writer, cx),
-            }
+            st.sources[token].io.wait(dir, cx);
         }
         Poll::Pending
     }
@@ -455,7 +447,7 @@ impl Reactor {
         let mut st = self.state.borrow_mut();
         let slot = &mut st.sources[token];
         if slot.kind == Kind::Readiness {
-            slot.ready &= !dir.bit();
+            slot.io.clear(dir);
         }
     }
 
@@ -468,13 +460,13 @@ impl Reactor {
     ) -> Poll<io::Result<(OwnedFd, SocketAddr)>> {
         let mut st = self.state.borrow_mut();
         let accepted = st.sources[token].accepted.pop_front();
-        if !st.sources[token].accept_armed {
+        if !st.sources[token].armed(OP_ACCEPT) {
             st.arm_accept(token);
         }
         match accepted {
             Some(accepted) => Poll::Ready(accepted),
             None => {
-                store_waker(&mut st.sources[token].reader, cx);
+                st.sources[token].io.wait(Direction::Read, cx);
                 Poll::Pending
             }
         }
@@ -508,11 +500,11 @@ impl Reactor {
                         return Poll::Ready(result);
                     }
                 }
-                None if !slot.recv_armed => st.arm_recv(token),
+                None if !slot.armed(OP_RECV) => st.arm_recv(token),
                 None => {}
             }
             if let Some(cx) = cx {
-                store_waker(&mut st.sources[token].reader, cx);
+                st.sources[token].io.wait(Direction::Read, cx);
             }
             return Poll::Pending;
         }
@@ -565,7 +557,7 @@ impl Reactor {
                 break;
             }
         }
-        if n > 0 && !slot.send_armed && !slot.send_queued {
+        if n > 0 && !slot.armed(OP_SEND) && !slot.send_queued {
             slot.send_queued = true;
             st.to_send.push(token);
         }
@@ -582,7 +574,7 @@ impl Reactor {
         if slot.queued() == 0 {
             return Poll::Ready(Ok(()));
         }
-        store_waker(&mut slot.writer, cx);
+        slot.io.wait(Direction::Write, cx);
         Poll::Pending
     }
 
@@ -650,13 +642,6 @@ impl Reactor {
     }
 }
 
-fn store_waker(slot: &mut Option<Waker>, cx: &Context<'_>) {
-    match slot {
-        Some(w) if w.will_wake(cx.waker()) => {}
-        _ => *slot = Some(cx.waker().clone()),
-    }
-}
-
 /// The errnos the driver handles, as `i32` (rustix's are an opaque type).
 mod libc_errno {
     use rustix::io::Errno;
@@ -689,18 +674,6 @@ fn send_now(fd: RawFd, mut bytes: &[u8]) {
     }
 }
 
-fn shutdown(fd: BorrowedFd<'_>, how: Shutdown) -> io::Result<()> {
-    let how = match how {
-        Shutdown::Read => rustix::net::Shutdown::Read,
-        Shutdown::Write => rustix::net::Shutdown::Write,
-        Shutdown::Both => rustix::net::Shutdown::Both,
-    };
-    match rustix::net::shutdown(fd, how) {
-        Ok(()) | Err(Errno::NOTCONN) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
-}
-
 impl State {
     /// Queues `sqe` for the next submit (submitting now if the queue is full).
     ///
@@ -716,6 +689,16 @@ impl State {
         }
     }
 
+    /// Submits `op` on `token`'s slot, marking it in flight there.
+    ///
+    /// # Safety
+    /// As [`State::push`].
+    unsafe fn arm(&mut self, token: usize, op: u64, sqe: squeue::Entry) {
+        self.sources[token].armed |= 1 << op;
+        // SAFETY: forwarded to the caller.
+        unsafe { self.push(sqe.user_data(user_data(token, op)), true) };
+    }
+
     fn arm_notifier(&mut self) {
         let fd = types::Fd(self.notifier_fd);
         let sqe = opcode::PollAdd::new(fd, PollFlags::IN.bits() as u32)
@@ -727,16 +710,12 @@ impl State {
     }
 
     fn arm_poll(&mut self, token: usize, events: PollFlags, multi: bool) {
-        let slot = &mut self.sources[token];
-        slot.poll_armed = true;
-        slot.in_flight += 1;
         let events = events | PollFlags::RDHUP;
-        let sqe = opcode::PollAdd::new(types::Fd(slot.fd), events.bits() as u32)
+        let sqe = opcode::PollAdd::new(types::Fd(self.sources[token].fd), events.bits() as u32)
             .multi(multi)
-            .build()
-            .user_data(user_data(token, OP_POLL));
+            .build();
         // SAFETY: a poll points at no memory.
-        unsafe { self.push(sqe, true) };
+        unsafe { self.arm(token, OP_POLL, sqe) };
     }
 
     /// A read on a starved stream: a `read` syscall through the scratch buffer, and a poll for
@@ -760,8 +739,8 @@ impl State {
                 Poll::Ready(Ok(taken))
             }
             Err(Errno::AGAIN) | Err(Errno::INTR) => {
-                slot.ready &= !READABLE;
-                if !slot.poll_armed {
+                slot.io.clear(Direction::Read);
+                if !slot.armed(OP_POLL) {
                     self.arm_poll(token, PollFlags::IN, false);
                 }
                 Poll::Pending
@@ -775,8 +754,6 @@ impl State {
 
     fn arm_accept(&mut self, token: usize) {
         let slot = &mut self.sources[token];
-        slot.accept_armed = true;
-        slot.in_flight += 1;
         let peer = slot.peer.get_or_insert_with(|| {
             Box::new(PeerAddr {
                 addr: [0; 128],
@@ -791,23 +768,18 @@ impl State {
             &mut peer.len,
         )
         .flags(flags.bits() as i32)
-        .build()
-        .user_data(user_data(token, OP_ACCEPT));
+        .build();
         // SAFETY: `peer` is boxed in the slot, which outlives the accept (`maybe_close`,
         // `Reactor::drop`), and is read only after its completion.
-        unsafe { self.push(sqe, true) };
+        unsafe { self.arm(token, OP_ACCEPT, sqe) };
     }
 
     fn arm_recv(&mut self, token: usize) {
         let slot = &mut self.sources[token];
-        slot.recv_armed = true;
         slot.recv_cancelling = false;
-        slot.in_flight += 1;
-        let sqe = opcode::RecvMulti::new(types::Fd(slot.fd), BUF_GROUP)
-            .build()
-            .user_data(user_data(token, OP_RECV));
+        let sqe = opcode::RecvMulti::new(types::Fd(slot.fd), BUF_GROUP).build();
         // SAFETY: the receive writes only into provided buffers, which live as long as the ring.
-        unsafe { self.push(sqe, true) };
+        unsafe { self.arm(token, OP_RECV, sqe) };
     }
 
     fn cancel(&mut self, token: usize, op: u64) {
@@ -824,7 +796,7 @@ impl State {
         for token in to_send.drain(..) {
             let slot = &mut self.sources[token];
             slot.send_queued = false;
-            if slot.send_armed || slot.send_error.is_some() {
+            if slot.armed(OP_SEND) || slot.send_error.is_some() {
                 continue;
             }
             if slot.sent == slot.sending.len() {
@@ -835,17 +807,14 @@ impl State {
                 slot.sent = 0;
                 std::mem::swap(&mut slot.sending, &mut slot.unsent);
             }
-            slot.send_armed = true;
-            slot.in_flight += 1;
             let rest = &slot.sending[slot.sent..];
             let len = rest.len().min(u32::MAX as usize) as u32;
             let sqe = opcode::Send::new(types::Fd(slot.fd), rest.as_ptr(), len)
                 .flags(rustix::net::SendFlags::NOSIGNAL.bits() as i32)
-                .build()
-                .user_data(user_data(token, OP_SEND));
-            // SAFETY: `sending` is neither touched nor dropped while `send_armed`: writes go to
-            // `unsent`, and the slot outlives its operations (`maybe_close`, `Reactor::drop`).
-            unsafe { self.push(sqe, true) };
+                .build();
+            // SAFETY: `sending` is neither touched nor dropped while the send is armed: writes
+            // go to `unsent`, and the slot outlives its operations (`maybe_close`, `Drop`).
+            unsafe { self.arm(token, OP_SEND, sqe) };
         }
         self.to_send = to_send;
     }
@@ -862,7 +831,7 @@ impl State {
                 continue; // freed and reused meanwhile
             }
             slot.starved = false;
-            if slot.owned.is_none() && !slot.recv_armed && slot.recv_end.is_none() {
+            if slot.owned.is_none() && !slot.armed(OP_RECV) && slot.recv_end.is_none() {
                 self.arm_recv(token);
             }
         }
@@ -895,53 +864,39 @@ impl State {
         if token as u64 == NOTIFIER_TOKEN {
             // Also after a lost arm: the executor then reads the eventfd and checks its inbox.
             self.notified = true;
-            if last {
+            if last && result != -libc_errno::ECANCELED {
                 self.arm_notifier();
             }
             return;
         }
         let slot = &mut self.sources[token];
         if last {
-            slot.in_flight -= 1;
+            slot.armed &= !(1 << op);
         }
         let dropped = slot.owned.is_some();
         match op {
-            OP_POLL => {
-                if last {
-                    slot.poll_armed = false;
-                }
-                let events = PollFlags::from_bits_truncate(result.max(0) as u16);
-                match slot.kind {
-                    Kind::Readiness => {
-                        let error = PollFlags::ERR | PollFlags::HUP;
-                        if result < 0 || events.intersects(PollFlags::RDHUP | error) {
-                            slot.ready |= READ_CLOSED;
-                        }
-                        if result < 0 || events.intersects(error) {
-                            slot.ready |= WRITE_CLOSED;
-                        }
-                        if result < 0 || events.intersects(PollFlags::IN | PollFlags::RDHUP) {
-                            slot.ready |= READABLE;
-                        }
-                        if result < 0 || events.intersects(PollFlags::OUT | error) {
-                            slot.ready |= WRITABLE;
-                        }
-                        if last && !dropped && result >= 0 {
-                            self.arm_poll(token, PollFlags::IN | PollFlags::OUT, true);
-                        }
+            OP_POLL => match slot.kind {
+                Kind::Readiness => {
+                    // A failed poll (the socket is gone) makes both directions ready, as on
+                    // epoll.
+                    let events = match result {
+                        ..0 => EventFlags::ERR | EventFlags::HUP,
+                        _ => EventFlags::from_bits_truncate(result as u32),
+                    };
+                    slot.io.set(events, &mut self.to_wake);
+                    if last && !dropped && result >= 0 {
+                        self.arm_poll(token, PollFlags::IN | PollFlags::OUT, true);
                     }
-                    // The handshake ended (or failed: the connect reads `SO_ERROR`), or a starved
-                    // stream has something to read.
-                    Kind::Stream | Kind::Acceptor => slot.ready |= READABLE | WRITABLE,
                 }
-                let slot = &mut self.sources[token];
-                self.to_wake.extend(slot.reader.take());
-                self.to_wake.extend(slot.writer.take());
-            }
+                // The handshake ended (or failed: the connect reads `SO_ERROR`), or a starved
+                // stream has something to read.
+                Kind::Stream | Kind::Acceptor => {
+                    slot.io
+                        .set(EventFlags::IN | EventFlags::OUT, &mut self.to_wake);
+                }
+            },
             OP_RECV => {
-                if last {
-                    slot.recv_armed = false;
-                }
+                self.to_wake.extend(slot.io.reader.take());
                 if let Some(buf) = cqueue::buffer_select(flags) {
                     self.bufs.lent += 1;
                     if result > 0 && !dropped {
@@ -967,11 +922,9 @@ impl State {
                 } else if result < 0 && result != -libc_errno::ECANCELED {
                     slot.recv_end = Some(-result);
                 }
-                let slot = &mut self.sources[token];
-                self.to_wake.extend(slot.reader.take());
             }
             OP_SEND => {
-                slot.send_armed = false;
+                self.to_wake.extend(slot.io.writer.take());
                 if result < 0 {
                     slot.send_error = Some(-result);
                     slot.unsent = Vec::new();
@@ -988,11 +941,9 @@ impl State {
                         let _ = shutdown(fd, Shutdown::Write);
                     }
                 }
-                let slot = &mut self.sources[token];
-                self.to_wake.extend(slot.writer.take());
             }
             OP_ACCEPT => {
-                slot.accept_armed = false;
+                self.to_wake.extend(slot.io.reader.take());
                 if result >= 0 {
                     // SAFETY: the kernel returned a new descriptor that nothing else owns.
                     let fd = unsafe { OwnedFd::from_raw_fd(result) };
@@ -1006,8 +957,6 @@ impl State {
                     let error = io::Error::from_raw_os_error(-result);
                     slot.accepted.push_back(Err(error));
                 }
-                let slot = &mut self.sources[token];
-                self.to_wake.extend(slot.reader.take());
             }
             _ => unreachable!("unknown operation in user_data {data:#x}"),
         }
@@ -1017,7 +966,7 @@ impl State {
     /// Frees a dropped slot (closing its descriptor) once nothing on it is in flight or queued.
     fn maybe_close(&mut self, token: usize) {
         let slot = &self.sources[token];
-        if slot.owned.is_some() && slot.in_flight == 0 && !slot.send_queued {
+        if slot.owned.is_some() && slot.armed == 0 && !slot.send_queued {
             let slot = self.sources.remove(token);
             if let Some(fd) = slot.owned {
                 // Closed by the ring with the next submit: one syscall fewer per connection.
@@ -1034,16 +983,17 @@ impl State {
 impl Drop for Reactor {
     fn drop(&mut self) {
         let st = self.state.get_mut();
-        // Cancel everything, then wait for every last completion: until then the kernel may
-        // still write into the buffer ring or read from a slot's `sending`.
-        let sqe = opcode::AsyncCancel2::new(types::CancelBuilder::any())
+        // Cancel everything (again each round, in case a completion re-armed something), then
+        // wait for every last completion: until then the kernel may still write into the
+        // buffer ring or read from a slot's `sending`.
+        let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::any())
             .build()
             .user_data(user_data(0, OP_CANCEL));
-        // SAFETY: a cancellation points at no memory.
-        unsafe { st.push(sqe, false) };
-        let _ = st.ring.submit(); // also the closes queued last
         for _ in 0..1000 {
+            // SAFETY: a cancellation points at no memory.
+            unsafe { st.push(cancel.clone(), false) };
             if st.in_flight == 0 {
+                let _ = st.ring.submit(); // the closes queued last
                 break;
             }
             match submit_and_wait_for(&st.ring, Duration::from_millis(10)) {
@@ -1055,18 +1005,7 @@ impl Drop for Reactor {
                     ) => {}
                 Err(_) => break,
             }
-            for cqe in st.ring.completion() {
-                let (token, op) = ((cqe.user_data() >> 3) as usize, cqe.user_data() & 7);
-                if op == OP_CANCEL || op == OP_CLOSE {
-                    continue;
-                }
-                if !cqueue::more(cqe.flags()) {
-                    st.in_flight -= 1;
-                }
-                if let (OP_SEND, Some(slot)) = (op, st.sources.get_mut(token)) {
-                    slot.sent += cqe.result().max(0) as usize;
-                }
-            }
+            st.complete();
         }
         if st.in_flight > 0 {
             // Some operation never completed: `state` is leaked, not dropped, rather than

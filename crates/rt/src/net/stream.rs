@@ -1,0 +1,342 @@
+//! The connected stream TCP and Unix sockets share: [`Stream<P>`], where the protocol `P`
+//! ([`Tcp`] or [`Unix`]) only adds its own constructors and addresses.
+
+use std::future::poll_fn;
+use std::io::{self, IoSlice};
+use std::marker::PhantomData;
+use std::net::Shutdown;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use super::source::Source;
+use crate::reactor::Direction;
+
+/// A connected stream socket registered with the current worker: a
+/// [`TcpStream`](super::TcpStream) (`Stream<Tcp>`) or a [`UnixStream`](super::UnixStream)
+/// (`Stream<Unix>`).
+///
+/// I/O methods take `&self`, so one task may read while another writes.
+pub struct Stream<P> {
+    source: Source,
+    _protocol: PhantomData<P>,
+}
+
+/// The protocol of a [`TcpStream`](super::TcpStream).
+#[derive(Debug)]
+pub enum Tcp {}
+
+/// The protocol of a [`UnixStream`](super::UnixStream).
+#[derive(Debug)]
+pub enum Unix {}
+
+impl<P> Stream<P> {
+    pub(super) fn new(source: Source) -> Stream<P> {
+        Stream {
+            source,
+            _protocol: PhantomData,
+        }
+    }
+
+    /// Reads into `buf`; `Ok(0)` means the peer closed its side.
+    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_read(cx, buf)).await
+    }
+
+    /// Reads into the spare capacity of `buf`, appending; returns the bytes read.
+    /// Reserves 4 KiB first if `buf` is full.
+    pub async fn read_buf(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_read_buf(cx, buf)).await
+    }
+
+    /// Reads into the spare capacity of a `BytesMut`, appending; returns the bytes read.
+    /// Reserves 4 KiB first if `buf` is full.
+    #[cfg(feature = "bytes")]
+    pub async fn read_bytes(&self, buf: &mut bytes::BytesMut) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_read_bytes(cx, buf)).await
+    }
+
+    /// Writes some of `buf`, returning how much.
+    pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_write(cx, buf)).await
+    }
+
+    /// Writes all of `buf`.
+    pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            let n = self.write(buf).await?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+
+    /// Writes from several buffers in one syscall, returning how much was written.
+    pub async fn write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_write_vectored(cx, bufs)).await
+    }
+
+    /// Polls a read into `buf`.
+    pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        if !self.source.uring {
+            let len = buf.len();
+            return self.source.poll_stream_io(cx, Direction::Read, len, |fd| {
+                rustix::io::read(fd, &mut *buf)
+            });
+        }
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0)); // as `read(2)` with no room
+        }
+        self.source.poll_recv(Some(cx), &mut copy_into(buf))
+    }
+
+    /// Polls a read into the spare capacity of `buf` (growing it by 4 KiB when it has none).
+    pub fn poll_read_buf(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut Vec<u8>,
+    ) -> Poll<io::Result<usize>> {
+        if buf.capacity() == buf.len() {
+            buf.reserve(4096);
+        }
+        if self.source.uring {
+            return self.source.poll_recv(Some(cx), &mut |bytes| {
+                let n = bytes.len().min(buf.capacity() - buf.len());
+                buf.extend_from_slice(&bytes[..n]);
+                n
+            });
+        }
+        let spare = buf.capacity() - buf.len();
+        self.source
+            .poll_stream_io(cx, Direction::Read, spare, |fd| {
+                rustix::io::read(fd, rustix::buffer::spare_capacity(&mut *buf))
+            })
+    }
+
+    /// Polls a read into the spare capacity of a `BytesMut` (reserving 4 KiB if it is full).
+    #[cfg(feature = "bytes")]
+    pub fn poll_read_bytes(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut bytes::BytesMut,
+    ) -> Poll<io::Result<usize>> {
+        if buf.capacity() == buf.len() {
+            buf.reserve(4096);
+        }
+        if self.source.uring {
+            return self.source.poll_recv(Some(cx), &mut |bytes| {
+                let n = bytes.len().min(buf.capacity() - buf.len());
+                buf.extend_from_slice(&bytes[..n]);
+                n
+            });
+        }
+        let spare = buf.spare_capacity_mut();
+        let len = spare.len();
+        let result = self.source.poll_stream_io(cx, Direction::Read, len, |fd| {
+            rustix::io::read(fd, &mut *spare).map(|(init, _)| init.len())
+        });
+        if let Poll::Ready(Ok(n)) = result {
+            // SAFETY: `read` initialized the first `n` bytes of the spare capacity (rustix
+            // returns exactly the initialized prefix), and `n <= len` is within capacity.
+            unsafe { buf.set_len(buf.len() + n) };
+        }
+        result
+    }
+
+    /// Polls until a read may make progress (see [`Self::readable`]).
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
+        self.source.poll_ready(cx, Direction::Read)
+    }
+
+    /// Polls until a write may make progress (see [`Self::writable`]).
+    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
+        self.source.poll_ready(cx, Direction::Write)
+    }
+
+    /// Polls a write of `buf`.
+    pub fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        if self.source.uring {
+            return self.source.poll_send(Some(cx), &[IoSlice::new(buf)]);
+        }
+        self.source
+            .poll_stream_io(cx, Direction::Write, buf.len(), |fd| {
+                rustix::io::write(fd, buf)
+            })
+    }
+
+    fn poll_write_vectored(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        if self.source.uring {
+            return self.source.poll_send(Some(cx), bufs);
+        }
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        self.source
+            .poll_stream_io(cx, Direction::Write, total, |fd| {
+                rustix::io::writev(fd, bufs)
+            })
+    }
+
+    /// Reads now if data is there: `WouldBlock` otherwise (then await [`Self::readable`]).
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if !self.source.uring {
+            return self
+                .source
+                .try_io(Direction::Read, |fd| rustix::io::read(fd, buf));
+        }
+        would_block(self.source.poll_recv(None, &mut copy_into(buf)))
+    }
+
+    /// Writes now if there is room: `WouldBlock` otherwise (then await [`Self::writable`]).
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        if !self.source.uring {
+            return self
+                .source
+                .try_io(Direction::Write, |fd| rustix::io::write(fd, buf));
+        }
+        would_block(self.source.poll_send(None, &[IoSlice::new(buf)]))
+    }
+
+    /// Waits until every byte written has been handed to the socket. A no-op on epoll; on
+    /// io_uring writes are queued and sent at the end of the loop turn, and a send error
+    /// surfaces here or in the next write.
+    pub async fn flush(&self) -> io::Result<()> {
+        poll_fn(|cx| self.source.poll_flush(cx)).await
+    }
+
+    /// Waits until a read may make progress (data, end of stream, or an error).
+    pub async fn readable(&self) {
+        self.source.ready(Direction::Read).await
+    }
+
+    /// Waits until a write may make progress.
+    pub async fn writable(&self) {
+        self.source.ready(Direction::Write).await
+    }
+
+    /// Shuts down the read, write or both halves.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.source.shutdown(how)
+    }
+
+    /// Flushes, then shuts down the write half.
+    fn poll_shutdown_write(&self, cx: &Context<'_>) -> Poll<io::Result<()>> {
+        match self.source.poll_flush(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(self.shutdown(Shutdown::Write)),
+            other => other,
+        }
+    }
+}
+
+/// A receive sink (io_uring) that copies into `buf` from its start, as much as fits.
+fn copy_into(buf: &mut [u8]) -> impl FnMut(&[u8]) -> usize + '_ {
+    let mut filled = 0;
+    move |bytes| {
+        let n = bytes.len().min(buf.len() - filled);
+        buf[filled..filled + n].copy_from_slice(&bytes[..n]);
+        filled += n;
+        n
+    }
+}
+
+/// A `try_` call's answer: `WouldBlock` where a poll would wait.
+fn would_block(poll: Poll<io::Result<usize>>) -> io::Result<usize> {
+    match poll {
+        Poll::Ready(result) => result,
+        Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+    }
+}
+
+impl<P> AsFd for Stream<P> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.source.as_fd()
+    }
+}
+
+#[cfg(feature = "tokio-io")]
+impl<P> tokio::io::AsyncRead for Stream<P> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        // `initialize_unfilled` zeroes only the part never initialized before, once per
+        // buffer, which keeps this adapter free of unsafe code.
+        let n = std::task::ready!(Stream::poll_read(&self, cx, buf.initialize_unfilled()))?;
+        buf.advance(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(feature = "tokio-io")]
+impl<P> tokio::io::AsyncWrite for Stream<P> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Stream::poll_write(&self, cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Stream::poll_write_vectored(&self, cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.source.poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_shutdown_write(cx)
+    }
+}
+
+#[cfg(feature = "futures-io")]
+impl<P> futures_io::AsyncRead for Stream<P> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        Stream::poll_read(&self, cx, buf)
+    }
+}
+
+#[cfg(feature = "futures-io")]
+impl<P> futures_io::AsyncWrite for Stream<P> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Stream::poll_write(&self, cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Stream::poll_write_vectored(&self, cx, bufs)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.source.poll_flush(cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_shutdown_write(cx)
+    }
+}
