@@ -24,7 +24,7 @@ pub type BodyStream = Pin<Box<dyn Stream<Item = io::Result<Bytes>>>>;
 /// large body never sits in memory.
 pub struct Body {
     pub(crate) kind: BodyKind,
-    /// Trailer fields sent after the body (HTTP/2; HTTP/1 does not send them).
+    /// Trailer fields sent after the body: HTTP/2, or HTTP/1.1 with chunked coding.
     pub(crate) trailers: Option<Trailers>,
 }
 
@@ -96,9 +96,10 @@ impl Body {
         (BodySender { shared }, body)
     }
 
-    /// Sends `trailers` after the body (HTTP/2 only: HTTP/1 responses go without them). For
-    /// trailers known only at the end of a [`Body::channel`], use
-    /// [`BodySender::send_trailers`].
+    /// Sends `trailers` after the body. HTTP/1.1 then sends the body chunked (trailers follow
+    /// the last chunk), whatever its length; an HTTP/1.0 client gets the body without them. A
+    /// `Trailer` header naming the fields is the handler's to add. For trailers known only at
+    /// the end of a [`Body::channel`], use [`BodySender::send_trailers`].
     pub fn with_trailers(mut self, trailers: HeaderMap) -> Body {
         self.trailers = Some(Trailers::Fixed(trailers));
         self
@@ -211,7 +212,8 @@ impl BodySender {
         .await
     }
 
-    /// Ends the body with trailer fields (HTTP/2 only: an HTTP/1 response ends without them).
+    /// Ends the body with trailer fields (after the last chunk on HTTP/1.1; an HTTP/1.0
+    /// response ends without them).
     pub fn send_trailers(self, trailers: HeaderMap) {
         self.shared.borrow_mut().trailers = Some(trailers);
     }

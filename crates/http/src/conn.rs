@@ -25,7 +25,7 @@ use http::{Method, StatusCode, Version};
 use volt_proto::{BodyDecoder, BodyKind, ParseError};
 use volt_rt::time::{sleep_until, Sleep};
 
-use crate::body::BodyKind as OutBody;
+use crate::body::{BodyKind as OutBody, Trailers};
 use crate::request::{Parts, RequestBody};
 use crate::response::{IntoResponse, Response};
 use crate::server::{Worker, READ_BUF};
@@ -385,7 +385,26 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
         || status.is_informational()
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED;
+    // Trailer fields follow a chunked body (RFC 9112 §7.1.2): a response that has them goes
+    // chunked. An HTTP/1.0 client knows no chunked coding, and a bodiless response has no
+    // last chunk, so they get none.
+    let trailers = body
+        .trailers
+        .filter(|_| !no_body && version != Version::HTTP_10);
     match body.kind {
+        OutBody::Full(bytes) if trailers.is_some() => {
+            let mut w = io.write_buf.borrow_mut();
+            encode_head(
+                &mut w,
+                worker,
+                version,
+                &response,
+                Framing::Chunked,
+                keep_alive,
+            );
+            volt_proto::write_chunk(&mut w, &bytes);
+            volt_proto::write_last_chunk(&mut w, trailers.and_then(Trailers::take).as_ref());
+        }
         OutBody::Full(bytes) => {
             // No `Content-Length` on 1xx and 204 (RFC 9112 §6.1), nor on 304, where it would
             // have to be the length of the 200 the server does not know (RFC 9110 §8.6).
@@ -411,6 +430,7 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
                 // 1xx, 204 and 304 have no body, so no framing headers either (RFC 9112 §6.1,
                 // RFC 9110 §8.6); HEAD keeps the ones GET would have had.
                 _ if no_body && !is_head => Framing::Length(None),
+                _ if trailers.is_some() => Framing::Chunked,
                 (Some(n), _) => Framing::Length(Some(n)),
                 (None, Version::HTTP_10) => {
                     keep_alive = false;
@@ -426,7 +446,7 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
                 framing,
                 keep_alive,
             );
-            if !no_body && !io.write_stream(stream, framing).await {
+            if !no_body && !io.write_stream(stream, framing, trailers).await {
                 return Next::Close;
             }
         }
@@ -664,9 +684,14 @@ impl ConnIo {
         ok
     }
 
-    /// Streams a response body; false if the connection must close (an error, a length
-    /// mismatch, or a client that went away).
-    async fn write_stream(&self, mut stream: crate::body::BodyStream, framing: Framing) -> bool {
+    /// Streams a response body, ending a chunked one with `trailers`; false if the connection
+    /// must close (an error, a length mismatch, or a client that went away).
+    async fn write_stream(
+        &self,
+        mut stream: crate::body::BodyStream,
+        framing: Framing,
+        trailers: Option<Trailers>,
+    ) -> bool {
         let mut sent: u64 = 0;
         loop {
             // Flush what is buffered while the body's producer is not ready.
@@ -711,7 +736,12 @@ impl ConnIo {
                 None => {
                     return match framing {
                         Framing::Chunked => {
-                            volt_proto::write_last_chunk(&mut self.write_buf.borrow_mut(), None);
+                            // The producer has ended, so trailers it sets are there now.
+                            let trailers = trailers.and_then(Trailers::take);
+                            volt_proto::write_last_chunk(
+                                &mut self.write_buf.borrow_mut(),
+                                trailers.as_ref(),
+                            );
                             true
                         }
                         Framing::Length(Some(n)) => sent == n,

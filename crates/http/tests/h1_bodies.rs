@@ -1,11 +1,12 @@
 //! Request bodies: read whole or chunk by chunk (`Content-Length` and chunked, with extensions
 //! and trailers), skipped when the handler ignores them, and never mistaken for the next
-//! request.
+//! request. Response trailers: sent after a chunked body to HTTP/1.1 clients.
 
 mod common;
 
 use common::{text_response, XorShift};
-use volt_http::{any, post, Error, Json, Request, Response, Router};
+use http::{HeaderMap, HeaderValue};
+use volt_http::{any, get, post, Body, Error, Json, Request, Response, Router};
 
 #[derive(serde::Deserialize, serde::Serialize)]
 struct Item {
@@ -383,5 +384,90 @@ fn client_closing_mid_body_does_not_disturb_the_server() {
         other.read_response().text(),
         text_response("200 OK", "", "ok")
     );
+    server.shutdown();
+}
+
+fn checksum(value: &'static str) -> HeaderMap {
+    let mut trailers = HeaderMap::new();
+    trailers.insert("x-checksum", HeaderValue::from_static(value));
+    trailers
+}
+
+fn trailers_app() -> Router {
+    Router::new()
+        .route(
+            "/full",
+            get(|_req| async { Response::text(Body::from("hello").with_trailers(checksum("42"))) }),
+        )
+        .route(
+            "/channel",
+            get(|_req| async {
+                let (mut tx, body) = Body::channel();
+                volt_rt::spawn(async move {
+                    for piece in ["ab", "cde"] {
+                        if tx
+                            .send(bytes::Bytes::from_static(piece.as_bytes()))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    tx.send_trailers(checksum("7"));
+                });
+                Response::text(body)
+            }),
+        )
+}
+
+#[test]
+fn trailers_turn_a_full_body_chunked_on_http_1_1() {
+    let server = common::start(trailers_app());
+    let mut c = server.connect();
+    // Twice on one connection: the framing ends exactly where the trailer section does.
+    for _ in 0..2 {
+        c.send(b"GET /full HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(
+            c.read_response().text(),
+            "HTTP/1.1 200 OK\r\nServer: volt\r\nDate: <date>\r\nContent-Type: text/plain\r\n\
+             Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nx-checksum: 42\r\n\r\n"
+        );
+    }
+    server.shutdown();
+}
+
+#[test]
+fn trailers_set_by_a_channel_follow_its_last_chunk() {
+    let server = common::start(trailers_app());
+    let mut c = server.connect();
+    c.send(b"GET /channel HTTP/1.1\r\nHost: t\r\n\r\n");
+    let response = c.read_response();
+    assert_eq!(response.body_text(), "abcde");
+    assert!(
+        response.text().ends_with("\r\n0\r\nx-checksum: 7\r\n\r\n"),
+        "{}",
+        response.text()
+    );
+    c.send(b"GET /full HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.read_response().body_text(), "hello");
+    server.shutdown();
+}
+
+#[test]
+fn http_1_0_and_head_get_no_trailers() {
+    let server = common::start(trailers_app());
+    let mut c = server.connect();
+    c.send(b"GET /full HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    assert_eq!(
+        c.read_response().text(),
+        text_response("200 OK", "", "hello")
+            .replace("\r\n\r\n", "\r\nConnection: keep-alive\r\n\r\n")
+    );
+    c.send(b"HEAD /full HTTP/1.1\r\nHost: t\r\n\r\n");
+    let head = c.read_head_response();
+    assert_eq!(head.header("content-length"), Some("5"));
+    assert_eq!(head.header("transfer-encoding"), None);
+    c.send(b"GET /full HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.read_response().body_text(), "hello");
     server.shutdown();
 }
