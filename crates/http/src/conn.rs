@@ -650,6 +650,15 @@ impl ConnIo {
         ok
     }
 
+    /// Closes a TLS session cleanly (see [`Transport::poll_close`]), unless writing already
+    /// failed; bounded by the write timeout.
+    pub(crate) async fn close(&self) {
+        if self.writable.get() {
+            let deadline = Instant::now() + self.worker.config.write_timeout;
+            self.until(deadline, |cx| self.stream.poll_close(cx)).await;
+        }
+    }
+
     async fn write_all(&self, bytes: &[u8]) -> bool {
         match self.nagle.get() {
             Nagle::Off => {}

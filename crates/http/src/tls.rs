@@ -224,6 +224,7 @@ pub(crate) async fn serve<S: Service>(
         .await;
     } else {
         let io = crate::conn::new_conn(Transport::tls(stream), remote, worker);
-        crate::conn::serve(io, service, slot).await;
+        crate::conn::serve(io.clone(), service, slot).await;
+        io.close().await;
     }
 }

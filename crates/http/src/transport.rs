@@ -86,6 +86,15 @@ impl Transport {
         }
     }
 
+    /// Ends a TLS session with its `close_notify` alert, so the client can tell the end of the
+    /// connection from a truncation (RFC 8446 §6.1); then shuts the socket's write side.
+    pub(crate) fn poll_close(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self {
+            Transport::Tls(s) => Pin::new(&mut **s.borrow_mut()).poll_shutdown(cx),
+            Transport::Tcp(_) | Transport::HandedOver => Poll::Ready(Ok(())),
+        }
+    }
+
     /// The plain socket, for handing a cleartext connection over to HTTP/2; `self` is left
     /// [`Transport::HandedOver`]. `None` (and `self` unchanged) over TLS.
     pub(crate) fn hand_over_tcp(&mut self) -> Option<TcpStream> {
