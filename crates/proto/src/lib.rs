@@ -56,6 +56,7 @@
 //! - `body`: the [`BodyDecoder`] state machine.
 //! - `encode`, `date`: the write side.
 //! - `error`: [`ParseError`].
+//! - [`h2`]: sans-I/O HTTP/2, starting with HPACK header compression.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -63,6 +64,7 @@ mod body;
 mod date;
 mod encode;
 mod error;
+pub mod h2;
 mod headers;
 mod request;
 mod response;
