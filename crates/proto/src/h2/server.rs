@@ -399,6 +399,11 @@ impl Connection {
             .is_some_and(|i| self.streams[i].state != StreamState::HalfClosedRemote)
     }
 
+    /// Whether the client's preface and first SETTINGS have arrived.
+    pub fn handshake_done(&self) -> bool {
+        self.state == State::Open
+    }
+
     /// Whether a GOAWAY was sent (gracefully or for an error).
     pub fn is_going_away(&self) -> bool {
         self.goaway.is_some() || self.state == State::Closed
