@@ -25,7 +25,8 @@ const CONTENT_LENGTH: usize = 28;
 pub enum Indexing {
     /// The same name and value recur (`server`, `content-type`, `date`): the first time it is
     /// sent literally and added to the dynamic table, afterwards as a one- or two-byte index.
-    /// Fields larger than 480 bytes are sent as [`Once`](Indexing::Once) instead.
+    /// A field whose entry (name + value + 32 bytes) is over 512 bytes or over the peer's
+    /// table size is sent as [`Once`](Indexing::Once) instead.
     Remember,
     /// The value changes every time (`content-length`, `etag`): a literal without indexing,
     /// so it does not push recurring fields out of the table.

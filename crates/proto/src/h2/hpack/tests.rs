@@ -504,6 +504,30 @@ fn encoder_to_decoder_round_trips() {
     }
 }
 
+#[test]
+fn random_blocks_never_panic() {
+    let mut rng = Rng(0x5eed);
+    let mut decoder = Decoder::new(256);
+    let mut decoded = 0;
+    for _ in 0..20_000 {
+        let len = rng.below(24);
+        // Biased towards small representations so some blocks decode and fill the table.
+        let block: Vec<u8> = (0..len)
+            .map(|_| match rng.below(3) {
+                0 => 0x40 | rng.below(4) as u8,
+                1 => rng.below(8) as u8,
+                _ => rng.next() as u8,
+            })
+            .collect();
+        if decoder.decode(&block, |_, _| Ok(())).is_ok() {
+            decoded += 1;
+        } else {
+            decoder = Decoder::new(256);
+        }
+    }
+    assert!(decoded > 100, "only {decoded} random blocks decoded");
+}
+
 /// Instruction counts, not time: run under callgrind, e.g.
 /// `valgrind --tool=callgrind <test binary> --ignored --exact h2::hpack::tests::cost_decode_request`
 /// and subtract a run with `ROUNDS=0`; see the HPACK commit message for numbers.
