@@ -1,7 +1,9 @@
 //! Encoding our header blocks (RFC 7541 §6).
 
 use super::huffman;
-use super::table::{static_name_index, DynamicTable, EntryName, DYNAMIC_BASE, STATIC};
+use super::table::{
+    static_name_index, DynamicTable, EntryName, DYNAMIC_BASE, ENTRY_OVERHEAD, STATIC,
+};
 
 /// The largest dynamic table the encoder keeps, whatever the peer allows: the default
 /// SETTINGS_HEADER_TABLE_SIZE, which holds a response's recurring fields many times over.
@@ -15,12 +17,16 @@ const MAX_REMEMBERED: usize = 512;
 /// remembered fields a server sends, so collisions are rare (and cost only compression).
 const RECENT_BUCKETS: usize = 64;
 
+/// Static index of `content-length`.
+const CONTENT_LENGTH: usize = 28;
+
 /// How a field may be remembered by the peer's decoder (RFC 7541 §6.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Indexing {
     /// The same name and value recur (`server`, `content-type`, `date`): the first time it is
     /// sent literally and added to the dynamic table, afterwards as a one- or two-byte index.
-    /// Fields larger than 480 bytes are sent as [`Once`](Indexing::Once) instead.
+    /// A field whose entry (name + value + 32 bytes) is over 512 bytes or over the peer's
+    /// table size is sent as [`Once`](Indexing::Once) instead.
     Remember,
     /// The value changes every time (`content-length`, `etag`): a literal without indexing,
     /// so it does not push recurring fields out of the table.
@@ -142,27 +148,23 @@ impl Encoder {
         dst.push(0x80 | index);
     }
 
+    /// `content-length`, the field that changes on every response: a literal without
+    /// indexing under the static name, without looking the name up.
+    pub fn content_length(&mut self, len: u64, dst: &mut Vec<u8>) {
+        integer(dst, 0x00, 4, CONTENT_LENGTH);
+        string(dst, itoa::Buffer::new().format(len).as_bytes());
+    }
+
     /// One field. `name` is lowercase.
     ///
-    /// A field equal to a static table entry is sent as its index whatever `indexing` says.
-    /// Otherwise `indexing` decides (see [`Indexing`]); a literal takes its name from the
-    /// static table where it is there.
+    /// `indexing` says whether the peer should remember it (see [`Indexing`]). A field equal
+    /// to a static table entry is sent as its index whatever `indexing` says; a literal takes
+    /// its name from the static table where it is there.
     pub fn field(&mut self, name: &[u8], value: &[u8], indexing: Indexing, dst: &mut Vec<u8>) {
-        let name_index = static_name_index(name);
-        if let Some(first) = name_index {
-            let same_name = STATIC[first - 1..].iter().take_while(|(n, _)| *n == name);
-            if let Some(i) = same_name.clone().position(|(_, v)| *v == value) {
-                integer(dst, 0x80, 7, first + i);
-                return;
-            }
-        }
-        let entry_size = name.len() + value.len() + super::table::ENTRY_OVERHEAD;
         match indexing {
-            Indexing::Remember if entry_size <= MAX_REMEMBERED.min(self.table.max_size()) => {
-                self.remembered(name, value, name_index, dst)
-            }
-            Indexing::Remember | Indexing::Once => literal(dst, 0x00, 4, name_index, name, value),
-            Indexing::Never => literal(dst, 0x10, 4, name_index, name, value),
+            Indexing::Remember => self.remembered(name, value, dst),
+            Indexing::Once => unremembered(dst, 0x00, name, value),
+            Indexing::Never => unremembered(dst, 0x10, name, value),
         }
     }
 
@@ -172,14 +174,10 @@ impl Encoder {
         &self.table
     }
 
-    /// Sends a field as an index if the table still holds it, else adds it.
-    fn remembered(
-        &mut self,
-        name: &[u8],
-        value: &[u8],
-        name_index: Option<usize>,
-        dst: &mut Vec<u8>,
-    ) {
+    /// Sends a field as an index if the table holds it, else as a literal that adds it.
+    /// The table is looked at first: it is where a recurring field is found from the
+    /// second time on, and the static name lookup is only needed on a miss.
+    fn remembered(&mut self, name: &[u8], value: &[u8], dst: &mut Vec<u8>) {
         let bucket = bucket(name, value);
         if let Some(pos) = self.table.position(self.recent[bucket]) {
             if self.table.get(pos) == Some((name, value)) {
@@ -187,10 +185,37 @@ impl Encoder {
                 return;
             }
         }
+        let name_index = static_name_index(name);
+        if let Some(index) = static_field_index(name_index, name, value) {
+            integer(dst, 0x80, 7, index);
+            return;
+        }
+        let entry_size = name.len() + value.len() + ENTRY_OVERHEAD;
+        if entry_size > MAX_REMEMBERED.min(self.table.max_size()) {
+            literal(dst, 0x00, 4, name_index, name, value);
+            return;
+        }
         literal(dst, 0x40, 6, name_index, name, value);
         self.table.insert(EntryName::Bytes(name), value);
         self.recent[bucket] = self.table.inserted();
     }
+}
+
+/// Sends a field as a static index or a literal without indexing (`pattern` 0x00) or never
+/// indexed (0x10).
+fn unremembered(dst: &mut Vec<u8>, pattern: u8, name: &[u8], value: &[u8]) {
+    let name_index = static_name_index(name);
+    match static_field_index(name_index, name, value) {
+        Some(index) => integer(dst, 0x80, 7, index),
+        None => literal(dst, pattern, 4, name_index, name, value),
+    }
+}
+
+/// The static index of the field `name: value`, given the first static index of `name`.
+fn static_field_index(name_index: Option<usize>, name: &[u8], value: &[u8]) -> Option<usize> {
+    let first = name_index?;
+    let mut same_name = STATIC[first - 1..].iter().take_while(|(n, _)| *n == name);
+    same_name.position(|(_, v)| *v == value).map(|i| first + i)
 }
 
 /// Appends a literal field: the representation's `pattern` with the name's static index in
@@ -215,6 +240,7 @@ fn literal(
 
 /// Appends `value` as an integer with an `n`-bit prefix (RFC 7541 §5.1), the first byte's
 /// other bits being `pattern`.
+#[inline]
 fn integer(dst: &mut Vec<u8>, pattern: u8, n: u32, value: usize) {
     let max_prefix = (1usize << n) - 1;
     if value < max_prefix {
@@ -242,17 +268,30 @@ fn string(dst: &mut Vec<u8>, s: &[u8]) {
     }
 }
 
-/// A bucket of [`Encoder::recent`] for a field: a multiply-rotate hash over 8-byte words of
-/// the name and value, seeded with both lengths so the boundary between them counts.
+/// A bucket of [`Encoder::recent`] for a field: a multiply-xor hash of both lengths, the
+/// name's first 8 bytes and the value's first and last 8 (where a `date` changes). Fields
+/// that differ only elsewhere share a bucket; the exact compare that follows tells them apart.
 fn bucket(name: &[u8], value: &[u8]) -> usize {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut hash = ((name.len() as u64) << 32) | value.len() as u64;
-    for chunk in name.chunks(8).chain(value.chunks(8)) {
-        let mut word = [0u8; 8];
-        word[..chunk.len()].copy_from_slice(chunk);
-        hash = (hash.rotate_left(23) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+    for word in [first_word(name), first_word(value), last_word(value)] {
+        hash = (hash ^ word).wrapping_mul(K).rotate_left(29);
     }
     (hash >> (64 - RECENT_BUCKETS.trailing_zeros())) as usize
+}
+
+fn first_word(bytes: &[u8]) -> u64 {
+    match bytes.first_chunk() {
+        Some(word) => u64::from_le_bytes(*word),
+        None => bytes.iter().fold(0, |word, &b| (word << 8) | b as u64),
+    }
+}
+
+fn last_word(bytes: &[u8]) -> u64 {
+    match bytes.last_chunk() {
+        Some(word) => u64::from_le_bytes(*word),
+        None => first_word(bytes),
+    }
 }
 
 #[cfg(test)]
