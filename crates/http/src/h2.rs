@@ -101,6 +101,8 @@ struct Driver<C, F> {
     idle_since: Option<Instant>,
     /// Since when output has been waiting for the socket.
     write_since: Option<Instant>,
+    /// The write side is shut (after a connection error's GOAWAY).
+    shut_down: bool,
 }
 
 /// Where the connection is in its life.
@@ -223,6 +225,7 @@ where
             started: now,
             idle_since: Some(now),
             write_since: None,
+            shut_down: false,
             worker,
         }
     }
@@ -237,6 +240,9 @@ where
             again |= self.poll_handlers();
             again |= self.pump(cx);
             self.poll_write(cx);
+            if let Phase::Failed(at) = self.phase {
+                self.poll_close(at, cx);
+            }
             if self.finished() {
                 self.close();
                 return Poll::Ready(());
@@ -718,12 +724,43 @@ where
         self.write_since = None;
     }
 
+    /// After a connection error, once the GOAWAY is written: shuts the write side, then reads
+    /// and discards what the client still sends until it closes too (or [`CALM_DOWN`] passes).
+    /// Closing with its bytes unread would reset the connection, and a reset can destroy the
+    /// GOAWAY before the client reads it.
+    fn poll_close(&mut self, at: Instant, cx: &mut Context<'_>) {
+        if !self.out.is_empty() {
+            return;
+        }
+        if !self.shut_down {
+            if self.io.poll_shutdown(cx).is_pending() {
+                return;
+            }
+            self.shut_down = true;
+        }
+        loop {
+            self.read.clear();
+            self.read.reserve(MIN_READ);
+            match self.io.poll_read_bytes(cx, &mut self.read) {
+                Poll::Ready(Ok(n)) if n > 0 => {}
+                Poll::Ready(_) => {
+                    self.phase = Phase::Gone;
+                    return;
+                }
+                Poll::Pending => break,
+            }
+        }
+        if at.elapsed() >= CALM_DOWN {
+            self.phase = Phase::Gone;
+        }
+    }
+
     /// Whether the connection is over (the last output is written, or cannot be).
     fn finished(&self) -> bool {
         let flushed = self.out.is_empty();
         match self.phase {
             Phase::Gone => true,
-            Phase::Failed(_) => flushed,
+            Phase::Failed(_) => false,
             Phase::Draining => flushed && self.tasks.is_empty() && self.conn.open_streams() == 0,
             Phase::Serving => false,
         }
