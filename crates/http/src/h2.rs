@@ -317,6 +317,7 @@ where
                     self.retire(task);
                 }
             }
+            // Every pass sends what the windows allow (`pump`).
             Event::WindowOpened { .. } => {}
             Event::GoAway { .. } => {
                 self.conn.go_away(&mut self.out);
@@ -535,7 +536,7 @@ where
             if let Some(inbox) = &task.inbox {
                 let mut inbox = inbox.borrow_mut();
                 let unread: usize = inbox.chunks.drain(..).map(|c| c.len()).sum();
-                task.drained += unread as u64 + inbox.consumed as u64;
+                task.drained += unread as u64;
                 inbox.consumed += unread;
             }
         }
@@ -552,9 +553,8 @@ where
             }
             inbox.wake_reader();
         }
-        if let Some((fut, _)) = task.handler.take() {
-            drop(fut);
-        }
+        // The handler first: it may hold the request, and so the head.
+        task.handler = None;
         if let Some(parts) = task.parts.take() {
             give_parts(parts);
         }
