@@ -53,16 +53,17 @@ pub struct Config {
     /// HTTP/2: the largest frame payload the server accepts (`SETTINGS_MAX_FRAME_SIZE`,
     /// 16 KiB to 16 MiB). Default 16 KiB.
     pub h2_max_frame_size: u32,
-    /// HTTP/2 flood defence: PING, SETTINGS and RST_STREAM frames a client may send in a
-    /// burst; the allowance refills in full every ten seconds. A client past it gets GOAWAY
+    /// HTTP/2 flood defence: frames that cost work without carrying a request (PING,
+    /// SETTINGS, PRIORITY, RST_STREAM, empty DATA and CONTINUATION frames) a client may send
+    /// in a burst; the allowance refills in full every ten seconds. A client past it gets GOAWAY
     /// (`ENHANCE_YOUR_CALM`) and is closed. Default 1,000.
     pub h2_max_control_frames: u32,
-    /// HTTP/2 rapid-reset defence (CVE-2023-44487): streams a client may open and reset before
-    /// the server took them up; GOAWAY beyond. Default 20.
-    pub h2_max_pending_accept_reset_streams: usize,
-    /// HTTP/2: streams the server may have to reset because the client broke the protocol on
-    /// them, before it sends GOAWAY. Default 1,024.
-    pub h2_max_local_error_reset_streams: usize,
+    /// HTTP/2 reset defence: stream resets a client may cause in a burst, refilled in full
+    /// every ten seconds. Counted: streams the client resets while the server still works on
+    /// them (rapid reset, CVE-2023-44487) and streams the server must reset because the client
+    /// broke the protocol on them ("MadeYouReset"). A client past it gets GOAWAY
+    /// (`ENHANCE_YOUR_CALM`) and is closed. Default 200.
+    pub h2_max_reset_streams: u32,
 }
 
 impl Default for Config {
@@ -86,8 +87,7 @@ impl Default for Config {
             h2_max_header_list_size: 16 * 1024,
             h2_max_frame_size: 16 * 1024,
             h2_max_control_frames: 1000,
-            h2_max_pending_accept_reset_streams: 20,
-            h2_max_local_error_reset_streams: 1024,
+            h2_max_reset_streams: 200,
         }
     }
 }

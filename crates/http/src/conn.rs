@@ -184,12 +184,19 @@ async fn switch_to_h2<S: Service>(io: Rc<ConnIo>, service: Arc<S>) {
     let Some(stream) = io.stream.hand_over_tcp() else {
         return;
     };
-    let read = io.read_buf.take().freeze();
+    let read = io.read_buf.take();
     let (remote, worker) = (io.remote, io.worker.clone());
     drop(io); // the write buffer goes back to the worker's pool
               // Boxed: an HTTP/2 connection's state is large, and HTTP/1 connections should not carry
               // its size in their futures.
-    Box::pin(crate::h2::serve(stream, read, remote, worker, service)).await;
+    Box::pin(crate::h2::serve(
+        Transport::Tcp(stream),
+        read,
+        remote,
+        worker,
+        service,
+    ))
+    .await;
 }
 
 /// Parses and answers every complete request in the read buffer, then writes the responses.
@@ -275,13 +282,13 @@ const SPARE_PARTS_MAX: usize = 64;
 /// Largest head buffer a spare head keeps.
 const SPARE_HEAD_MAX: usize = 4 * 1024;
 
-fn take_parts() -> Rc<Parts> {
+pub(crate) fn take_parts() -> Rc<Parts> {
     SPARE_PARTS
         .with(|spare| spare.borrow_mut().pop())
         .unwrap_or_default()
 }
 
-fn give_parts(mut parts: Rc<Parts>) {
+pub(crate) fn give_parts(mut parts: Rc<Parts>) {
     // Only a head no request holds any more, and not an unusually large one.
     if let Some(p) = Rc::get_mut(&mut parts) {
         if p.head.capacity() > SPARE_HEAD_MAX {
@@ -357,7 +364,7 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
         w.reserve(MIN_WRITE);
         *io.write_buf.borrow_mut() = w;
     }
-    let req = Request::from_h1(parts.clone(), body);
+    let req = Request::from_parts(parts.clone(), body);
 
     let mut response = match call(io, service, req).await {
         Some(r) => r,

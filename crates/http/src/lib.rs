@@ -49,8 +49,9 @@
 //!
 //! `server` (workers, accept loop, shutdown), `conn` (the HTTP/1 connection loop: the only
 //! module touching both socket and codec), `transport` (plain TCP or TLS under `conn`), `tls`
-//! (rustls configuration and the TLS accept path), `h2` (the `h2` crate's connection driven on
-//! volt-rt, HTTP/2 to and from volt's types, flood defences), `request` / `response` / `body`,
+//! (rustls configuration and the TLS accept path), `h2` (volt-proto's HTTP/2 connection driven
+//! on the same transport: handlers polled inline, request and response bodies under flow
+//! control), `request` / `response` / `body`,
 //! `router`, `service`, `config`, `error`. HTTP/1 parsing and encoding live in `volt-proto`.
 #![forbid(unsafe_code)]
 

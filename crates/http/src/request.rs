@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use http::{Method, StatusCode, Version};
 use serde::de::DeserializeOwned;
-use volt_proto::{BodyKind, HeaderSpans, RequestHead, Span};
+use volt_proto::{RequestHead, Span};
 
 use crate::conn::BodyReader;
 use crate::h2::H2Body;
@@ -71,41 +71,15 @@ pub(crate) struct Params {
 }
 
 impl Request {
-    pub(crate) fn from_h1(p: Rc<Parts>, body: RequestBody) -> Request {
+    /// A request whose head the connection filled into `p` (HTTP/1 parses into it, HTTP/2
+    /// copies its decoded fields in).
+    pub(crate) fn from_parts(p: Rc<Parts>, body: RequestBody) -> Request {
         Request {
             p,
             params: Params::default(),
             state: None,
             body,
         }
-    }
-
-    /// A request from parts already taken apart (HTTP/2): `target` and `headers` are spans of
-    /// `head`. Framing fields of the HTTP/1 head do not apply (the stream frames the body).
-    pub(crate) fn from_parts(
-        head: Vec<u8>,
-        method: Method,
-        version: Version,
-        target: Span,
-        headers: HeaderSpans,
-        remote_addr: Option<SocketAddr>,
-        body: RequestBody,
-    ) -> Request {
-        let mut p = Parts {
-            parsed: RequestHead {
-                method,
-                version,
-                target,
-                headers,
-                head_len: head.len(),
-                body: BodyKind::Empty,
-                keep_alive: true,
-                expect_continue: false,
-            },
-            ..Parts::default()
-        };
-        p.finish(&head, remote_addr);
-        Request::from_h1(Rc::new(p), body)
     }
 
     pub(crate) fn set_params(&mut self, params: Params) {

@@ -352,6 +352,13 @@ impl Worker {
         prefix.extend_from_slice(b"\r\n");
     }
 
+    /// Calls `f` with the current `Date` value (HTTP/2 sends it as a field of its own).
+    pub(crate) fn with_date<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        self.refresh_date();
+        let prefix = self.ok_prefix.borrow();
+        f(&prefix[self.date_at.get()..prefix.len() - 2])
+    }
+
     /// Starts a response head: status line, `Server` and `Date`. A 200 (most responses) is
     /// one copy of a prefix re-rendered once a second.
     pub(crate) fn write_head_start(&self, w: &mut Vec<u8>, status: http::StatusCode) {

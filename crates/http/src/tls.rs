@@ -215,8 +215,8 @@ pub(crate) async fn serve<S: Service>(
     let is_h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
     if is_h2 {
         Box::pin(crate::h2::serve(
-            stream,
-            bytes::Bytes::new(),
+            Transport::tls(stream),
+            bytes::BytesMut::new(),
             remote,
             worker,
             service,

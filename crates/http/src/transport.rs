@@ -95,6 +95,15 @@ impl Transport {
         }
     }
 
+    /// Shuts the write side (after sending what TLS holds, and its `close_notify`).
+    pub(crate) fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self {
+            Transport::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Transport::Tls(s) => Pin::new(&mut **s.get_mut()).poll_shutdown(cx),
+            Transport::HandedOver => Poll::Ready(Ok(())),
+        }
+    }
+
     /// The plain socket, for handing a cleartext connection over to HTTP/2; `self` is left
     /// [`Transport::HandedOver`]. `None` (and `self` unchanged) over TLS.
     pub(crate) fn hand_over_tcp(&mut self) -> Option<TcpStream> {

@@ -17,7 +17,9 @@ use h2common::*;
 use volt_http::{get as route_get, Config, Router};
 
 fn app() -> Router {
-    Router::new().route("/", route_get(|_req| async { "Hello, World!" }))
+    Router::new()
+        .route("/", route_get(|_req| async { "Hello, World!" }))
+        .route("/slow", route_get(|_req| std::future::pending::<&str>()))
 }
 
 /// Starts the server, opens a bystander h2c connection, runs `attack` (the frames after the
@@ -144,5 +146,40 @@ fn empty_data_flood_gets_goaway() {
         let mut b = frame(HEADERS, END_HEADERS, 1, &request_block(true));
         b.extend(repeat(200_000, |_| frame(DATA, 0, 1, &[])));
         b
+    });
+}
+
+/// A `GET /slow` block (`:path` as a literal without indexing): its handler never finishes.
+fn slow_block() -> Vec<u8> {
+    let mut b = vec![0x82, 0x86, 0x04, 5];
+    b.extend_from_slice(b"/slow");
+    b.extend([0x41, 0x01, b't']);
+    b
+}
+
+#[test]
+fn rapid_reset_of_streams_still_in_their_handlers_gets_goaway() {
+    // The CVE-2023-44487 shape that costs a server most: every stream reset while its
+    // handler is still running.
+    assert_flood_stopped(Config::default(), || {
+        repeat(5_000, |i| {
+            let id = 1 + 2 * i as u32;
+            let mut f = frame(HEADERS, END_STREAM | END_HEADERS, id, &slow_block());
+            f.extend(frame(RST_STREAM, 0, id, &8u32.to_be_bytes()));
+            f
+        })
+    });
+}
+
+#[test]
+fn provoked_resets_get_goaway() {
+    // "MadeYouReset": every request is malformed (an uppercase field name), so the server
+    // must reset each stream itself.
+    assert_flood_stopped(Config::default(), || {
+        repeat(5_000, |i| {
+            let mut block = request_block(false);
+            block.extend([0x00, 1, b'A', 1, b'b']);
+            frame(HEADERS, END_STREAM | END_HEADERS, 1 + 2 * i as u32, &block)
+        })
     });
 }

@@ -1,4 +1,5 @@
-//! Sans-I/O HTTP/1.0 and HTTP/1.1 codec: parses message heads, frames bodies, encodes responses.
+//! Sans-I/O HTTP codec: HTTP/1.0 and HTTP/1.1 message heads, body framing and encoding, and the
+//! HTTP/2 server connection (frames, HPACK, streams) in [`h2`].
 //!
 //! Nothing here touches a socket. The caller owns the buffers; this crate only looks at bytes
 //! and says what they mean:
@@ -56,6 +57,8 @@
 //! - `body`: the [`BodyDecoder`] state machine.
 //! - `encode`, `date`: the write side.
 //! - `error`: [`ParseError`].
+//! - [`h2`]: sans-I/O HTTP/2: frames, HPACK header compression, and the server side of a
+//!   connection ([`h2::server::Connection`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -63,6 +66,7 @@ mod body;
 mod date;
 mod encode;
 mod error;
+pub mod h2;
 mod headers;
 mod request;
 mod response;
