@@ -165,12 +165,9 @@ impl Reactor {
             }
         }
         drop(events);
-        let mut wakers = std::mem::take(&mut *to_wake);
+        let wakers = std::mem::take(&mut *to_wake);
         drop(to_wake);
-        for w in wakers.drain(..) {
-            w.wake();
-        }
-        *self.to_wake.borrow_mut() = wakers;
+        *self.to_wake.borrow_mut() = super::wake_all(wakers);
         notified
     }
 }

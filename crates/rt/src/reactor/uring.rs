@@ -25,8 +25,8 @@ use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::mem::ManuallyDrop;
-use std::net::{Shutdown, SocketAddr, SocketAddrV6};
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -37,7 +37,8 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use rustix::event::epoll::EventFlags;
 use rustix::event::PollFlags;
 use rustix::io::Errno;
-use rustix::net::AddressFamily;
+use rustix::net::addr::{SocketAddrLen, SocketAddrStorage};
+use rustix::net::SocketAddrAny;
 use slab::Slab;
 
 use super::{shutdown, Direction, Kind, Notifier, Readiness, READABLE, WRITABLE};
@@ -137,34 +138,11 @@ struct Slot {
     accepted: VecDeque<io::Result<(OwnedFd, SocketAddr)>>,
 }
 
-/// A `sockaddr_storage` and its length, written by an accept.
+/// The peer's address an accept writes, and its length. Zeroed at first, so all of it is
+/// initialized.
 struct PeerAddr {
-    addr: [u8; 128],
-    len: u32,
-}
-
-/// The `SocketAddr` in an accept's `sockaddr` (`sockaddr_in` or `sockaddr_in6`).
-fn socket_addr(raw: &[u8]) -> io::Result<SocketAddr> {
-    let family =
-        |f: AddressFamily| raw.len() >= 2 && u16::from_ne_bytes([raw[0], raw[1]]) == f.as_raw();
-    let u32_at = |at: usize| u32::from_ne_bytes(raw[at..at + 4].try_into().expect("4 bytes"));
-    if family(AddressFamily::INET) && raw.len() >= 8 {
-        let ip: [u8; 4] = raw[4..8].try_into().expect("4 bytes");
-        Ok(SocketAddr::from((ip, u16::from_be_bytes([raw[2], raw[3]]))))
-    } else if family(AddressFamily::INET6) && raw.len() >= 28 {
-        let ip: [u8; 16] = raw[8..24].try_into().expect("16 bytes");
-        let port = u16::from_be_bytes([raw[2], raw[3]]);
-        Ok(SocketAddr::V6(SocketAddrV6::new(
-            ip.into(),
-            port,
-            u32_at(4),
-            u32_at(24),
-        )))
-    } else {
-        Err(io::Error::other(
-            "accepted socket without an IP peer address",
-        ))
-    }
+    addr: MaybeUninit<SocketAddrStorage>,
+    len: SocketAddrLen,
 }
 
 impl Slot {
@@ -620,36 +598,32 @@ impl Reactor {
                 }
             }
         };
-        match result {
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc_errno::ETIME | libc_errno::EINTR)
-                ) => {}
-            Err(e) if e.raw_os_error() == Some(libc_errno::EBUSY) => {} // CQ full: drain it
-            Err(e) => panic!("io_uring_enter failed: {e}"),
+        if let Err(e) = entered(result) {
+            panic!("io_uring_enter failed: {e}");
         }
         st.complete();
         let notified = std::mem::take(&mut st.notified);
-        let mut wakers = std::mem::take(&mut st.to_wake);
+        let wakers = std::mem::take(&mut st.to_wake);
         drop(st);
-        for w in wakers.drain(..) {
-            w.wake();
-        }
-        self.state.borrow_mut().to_wake = wakers;
+        self.state.borrow_mut().to_wake = super::wake_all(wakers);
         notified
     }
 }
 
-/// The errnos the driver handles, as `i32` (rustix's are an opaque type).
-mod libc_errno {
-    use rustix::io::Errno;
-    pub(super) const ETIME: i32 = Errno::TIME.raw_os_error();
-    pub(super) const EINTR: i32 = Errno::INTR.raw_os_error();
-    pub(super) const EBUSY: i32 = Errno::BUSY.raw_os_error();
-    pub(super) const ENOBUFS: i32 = Errno::NOBUFS.raw_os_error();
-    pub(super) const ECANCELED: i32 = Errno::CANCELED.raw_os_error();
+// The errnos the driver handles, as `i32` (rustix's are an opaque type).
+const ETIME: i32 = Errno::TIME.raw_os_error();
+const EINTR: i32 = Errno::INTR.raw_os_error();
+const EBUSY: i32 = Errno::BUSY.raw_os_error();
+const ENOBUFS: i32 = Errno::NOBUFS.raw_os_error();
+const ECANCELED: i32 = Errno::CANCELED.raw_os_error();
+
+/// An `io_uring_enter` result with the errors that only end the wait early taken as success:
+/// the timeout (`ETIME`), a signal (`EINTR`), and a full completion queue (`EBUSY`, drained next).
+fn entered(result: io::Result<usize>) -> io::Result<()> {
+    match result {
+        Err(e) if !matches!(e.raw_os_error(), Some(ETIME | EINTR | EBUSY)) => Err(e),
+        _ => Ok(()),
+    }
 }
 
 fn submit_and_wait_for(ring: &IoUring, wait: Duration) -> io::Result<usize> {
@@ -756,11 +730,11 @@ impl State {
         let slot = &mut self.sources[token];
         let peer = slot.peer.get_or_insert_with(|| {
             Box::new(PeerAddr {
-                addr: [0; 128],
+                addr: MaybeUninit::zeroed(),
                 len: 0,
             })
         });
-        peer.len = peer.addr.len() as u32;
+        peer.len = size_of::<SocketAddrStorage>() as SocketAddrLen;
         let flags = rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC;
         let sqe = opcode::Accept::new(
             types::Fd(slot.fd),
@@ -864,7 +838,7 @@ impl State {
         if token as u64 == NOTIFIER_TOKEN {
             // Also after a lost arm: the executor then reads the eventfd and checks its inbox.
             self.notified = true;
-            if last && result != -libc_errno::ECANCELED {
+            if last && result != -ECANCELED {
                 self.arm_notifier();
             }
             return;
@@ -914,12 +888,12 @@ impl State {
                     }
                 } else if result == 0 {
                     slot.recv_end = Some(0);
-                } else if result == -libc_errno::ENOBUFS {
+                } else if result == -ENOBUFS {
                     if !dropped && !slot.starved {
                         slot.starved = true;
                         self.starved.push(token);
                     }
-                } else if result < 0 && result != -libc_errno::ECANCELED {
+                } else if result < 0 && result != -ECANCELED {
                     slot.recv_end = Some(-result);
                 }
             }
@@ -948,12 +922,16 @@ impl State {
                     // SAFETY: the kernel returned a new descriptor that nothing else owns.
                     let fd = unsafe { OwnedFd::from_raw_fd(result) };
                     let peer = slot.peer.as_ref().expect("an accept's address buffer");
-                    let len = (peer.len as usize).min(peer.addr.len());
                     if !dropped {
-                        let accepted = socket_addr(&peer.addr[..len]).map(|addr| (fd, addr));
-                        slot.accepted.push_back(accepted);
+                        // SAFETY: `peer.addr` is initialized (zeroed, then written by the
+                        // accept) and at least `len` long.
+                        let addr = unsafe { SocketAddrAny::read(peer.addr.as_ptr(), peer.len) };
+                        let addr = SocketAddr::try_from(addr).map_err(|_| {
+                            io::Error::other("accepted socket without an IP peer address")
+                        });
+                        slot.accepted.push_back(addr.map(|addr| (fd, addr)));
                     }
-                } else if result != -libc_errno::ECANCELED && !dropped {
+                } else if result != -ECANCELED && !dropped {
                     let error = io::Error::from_raw_os_error(-result);
                     slot.accepted.push_back(Err(error));
                 }
@@ -996,14 +974,8 @@ impl Drop for Reactor {
                 let _ = st.ring.submit(); // the closes queued last
                 break;
             }
-            match submit_and_wait_for(&st.ring, Duration::from_millis(10)) {
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc_errno::ETIME | libc_errno::EINTR)
-                    ) => {}
-                Err(_) => break,
+            if entered(submit_and_wait_for(&st.ring, Duration::from_millis(10))).is_err() {
+                break;
             }
             st.complete();
         }
