@@ -151,14 +151,6 @@ impl<T> Completion<T> {
     pub(crate) fn set_task_waker(&self, waker: Waker) {
         self.state.lock().task = Some(waker);
     }
-
-    fn is_aborted(&self) -> bool {
-        self.state.is_aborted()
-    }
-
-    fn complete(&self, result: Result<T, JoinError>) {
-        self.state.complete(result);
-    }
 }
 
 impl<T> Drop for Completion<T> {
@@ -196,7 +188,7 @@ impl<F: Future> Future for TaskFuture<F> {
             let this = self.get_unchecked_mut();
             (Pin::new_unchecked(&mut this.future), &this.completion)
         };
-        if completion.is_aborted() {
+        if completion.state.is_aborted() {
             // The executor drops a finished task at once; `Completion::drop` then reports the
             // cancellation, after the future's destructor ran.
             return Poll::Ready(());
@@ -204,11 +196,11 @@ impl<F: Future> Future for TaskFuture<F> {
         match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(out)) => {
-                completion.complete(Ok(out));
+                completion.state.complete(Ok(out));
                 Poll::Ready(())
             }
             Err(payload) => {
-                completion.complete(Err(JoinError::panic(payload)));
+                completion.state.complete(Err(JoinError::panic(payload)));
                 Poll::Ready(())
             }
         }
