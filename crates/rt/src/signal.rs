@@ -62,8 +62,7 @@ impl Latch {
         }
         match *key {
             // The entry is ours until `set` drains them all, and then we returned above.
-            Some(key) if waiters[key].will_wake(cx.waker()) => {}
-            Some(key) => waiters[key] = cx.waker().clone(),
+            Some(key) => waiters[key].clone_from(cx.waker()),
             None => *key = Some(waiters.insert(cx.waker().clone())),
         }
         Poll::Pending
