@@ -25,7 +25,7 @@ use slab::Slab;
 
 use crate::reactor::Reactor;
 use crate::runtime::RuntimeShared;
-use crate::task::{Completion, JoinHandle, JoinState, TaskFuture};
+use crate::task::{join_pair, Completion, JoinHandle, TaskFuture};
 use crate::time::Timers;
 
 /// Tasks polled per loop turn before the reactor is checked, so a busy worker still sees I/O.
@@ -201,9 +201,8 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    let state = JoinState::new();
-    let handle = state.handle();
-    with_core(|core| core.spawn_task(future, Completion::new(state)));
+    let (handle, completion) = join_pair();
+    with_core(|core| core.spawn_task(future, completion));
     handle
 }
 

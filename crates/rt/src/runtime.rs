@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use crate::executor::{run_core, with_core, Core, Shared};
 use crate::reactor::IoBackend;
 use crate::signal::Latch;
-use crate::task::{Completion, JoinHandle, JoinState};
+use crate::task::{join_pair, JoinHandle};
 
 /// Configures a [`Runtime`].
 #[derive(Debug, Clone)]
@@ -257,10 +257,8 @@ impl Handle {
         Fut: Future + 'static,
         Fut::Output: Send + 'static,
     {
-        let state = JoinState::new();
-        let handle = state.handle();
-        // Dropped unrun (the worker exited), it cancels the task.
-        let completion = Completion::new(state);
+        // `completion`, dropped unrun (the worker exited), cancels the task.
+        let (handle, completion) = join_pair();
         let target = &self.shared.workers[worker % self.shared.workers.len()];
         target.send_spawn(Box::new(move || {
             // `make` runs inside the task, under its panic capture, not in the worker loop.

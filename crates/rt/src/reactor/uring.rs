@@ -28,7 +28,7 @@ use std::io::{self, IoSlice};
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::ptr::{self, NonNull};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -77,13 +77,13 @@ fn user_data(token: usize, op: u64) -> u64 {
 
 /// Whether this process can run the driver: Linux ≥ 6.0 (multishot receive) and a ring set up.
 pub(super) fn probe() -> io::Result<()> {
-    let release = rustix::system::uname()
-        .release()
-        .to_string_lossy()
-        .into_owned();
-    let mut parts = release.split(|c: char| !c.is_ascii_digit());
-    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    if major < 6 {
+    let uname = rustix::system::uname();
+    let release = uname.release().to_string_lossy();
+    let major = release
+        .split('.')
+        .next()
+        .and_then(|p| p.parse::<u32>().ok());
+    if major.unwrap_or(0) < 6 {
         return Err(io::Error::other(format!(
             "kernel {release} lacks multishot receive (needs 6.0)"
         )));
@@ -192,7 +192,7 @@ const BUFS_LAYOUT: Layout = match Layout::from_size_align(BUF_ENTRIES as usize *
 };
 
 impl BufRing {
-    fn new() -> io::Result<BufRing> {
+    fn new() -> BufRing {
         // SAFETY: both layouts have a non-zero size.
         let (ring, bufs) = unsafe { (alloc_zeroed(RING_LAYOUT), alloc_zeroed(BUFS_LAYOUT)) };
         let (Some(ring), Some(bufs)) = (NonNull::new(ring.cast()), NonNull::new(bufs)) else {
@@ -207,7 +207,7 @@ impl BufRing {
         for bid in 0..BUF_ENTRIES {
             this.give_back(bid);
         }
-        Ok(this)
+        this
     }
 
     /// The bytes `start..end` of buffer `bid`.
@@ -233,26 +233,21 @@ impl BufRing {
     fn give_back(&mut self, bid: u16) {
         debug_assert!(bid < BUF_ENTRIES && self.lent > 0);
         let index = (self.tail & (BUF_ENTRIES - 1)) as usize;
-        let entry = RingEntry {
-            addr: self.bufs.as_ptr() as u64 + bid as u64 * BUF_SIZE as u64,
-            len: BUF_SIZE as u32,
-            bid,
-            resv: 0,
-        };
+        let addr = self.bufs.as_ptr() as u64 + bid as u64 * BUF_SIZE as u64;
         // SAFETY: `index < BUF_ENTRIES`, in the ring allocation. The entry at the unpublished
         // tail is not read by the kernel (it reads head..tail). Fields are written through raw
         // places so entry 0's `resv` (the tail the kernel reads) is left alone.
         unsafe {
             let slot = self.ring.as_ptr().add(index);
-            ptr::addr_of_mut!((*slot).addr).write(entry.addr);
-            ptr::addr_of_mut!((*slot).len).write(entry.len);
-            ptr::addr_of_mut!((*slot).bid).write(entry.bid);
+            (&raw mut (*slot).addr).write(addr);
+            (&raw mut (*slot).len).write(BUF_SIZE as u32);
+            (&raw mut (*slot).bid).write(bid);
         }
         self.tail = self.tail.wrapping_add(1);
         self.lent -= 1;
         // SAFETY: entry 0's `resv` is the ring tail, a naturally aligned u16 shared with the
         // kernel, which reads it with acquire semantics; it is only accessed atomically here.
-        let tail = unsafe { AtomicU16::from_ptr(ptr::addr_of_mut!((*self.ring.as_ptr()).resv)) };
+        let tail = unsafe { AtomicU16::from_ptr(&raw mut (*self.ring.as_ptr()).resv) };
         tail.store(self.tail, Ordering::Release);
     }
 
@@ -309,7 +304,7 @@ impl Reactor {
                     .setup_cqsize(CQ_ENTRIES)
                     .build(SQ_ENTRIES)
             })?;
-        let bufs = BufRing::new()?;
+        let bufs = BufRing::new();
         // SAFETY: the ring memory is page-aligned, `BUF_ENTRIES` entries long, and outlives the
         // registration (freed after the ring is closed).
         unsafe {
