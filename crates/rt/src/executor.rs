@@ -176,13 +176,8 @@ impl Wake for Header {
 /// # Panics
 /// Outside a volt-rt worker (neither inside `Runtime::run` nor `block_on`).
 pub(crate) fn with_core<R>(f: impl FnOnce(&Core) -> R) -> R {
-    CORE.with(|c| {
-        let c = c.borrow();
-        let core = c
-            .as_ref()
-            .expect("must be called from a volt-rt worker (inside Runtime::run or block_on)");
-        f(core)
-    })
+    try_with_core(f)
+        .expect("must be called from a volt-rt worker (inside Runtime::run or block_on)")
 }
 
 /// Like [`with_core`], but `None` outside a worker (used by destructors, which may run anywhere).

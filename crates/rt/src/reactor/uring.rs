@@ -574,24 +574,11 @@ impl Reactor {
         let mut st = self.state.borrow_mut();
         st.start_sends();
         st.rearm_starved();
-        let result = match deadline {
+        let result = match deadline.map(|d| d.saturating_duration_since(Instant::now())) {
             None => st.ring.submit_and_wait(1),
-            Some(deadline) => {
-                let wait = deadline.saturating_duration_since(Instant::now());
-                if wait.is_zero() {
-                    let sq = st.ring.submission();
-                    // Deferred completions and an overflowed CQ both need an enter.
-                    let idle = sq.is_empty() && !sq.taskrun() && !sq.cq_overflow();
-                    drop(sq);
-                    if idle && st.ring.completion().is_empty() {
-                        Ok(0)
-                    } else {
-                        st.ring.submit()
-                    }
-                } else {
-                    submit_and_wait_for(&st.ring, wait)
-                }
-            }
+            Some(wait) if !wait.is_zero() => submit_and_wait_for(&st.ring, wait),
+            Some(_) if st.idle() => Ok(0),
+            Some(_) => st.ring.submit(),
         };
         if let Err(e) = entered(result) {
             panic!("io_uring_enter failed: {e}");
@@ -666,6 +653,14 @@ impl State {
         self.sources[token].armed |= 1 << op;
         // SAFETY: forwarded to the caller.
         unsafe { self.push(sqe.user_data(user_data(token, op)), true) };
+    }
+
+    /// Nothing to submit or reap: deferred completions and an overflowed CQ both need an enter.
+    fn idle(&mut self) -> bool {
+        let sq = self.ring.submission();
+        let idle = sq.is_empty() && !sq.taskrun() && !sq.cq_overflow();
+        drop(sq);
+        idle && self.ring.completion().is_empty()
     }
 
     fn arm_notifier(&mut self) {
@@ -814,10 +809,9 @@ impl State {
                 .completion()
                 .map(|c| (c.user_data(), c.result(), c.flags())),
         );
-        for &(data, result, flags) in &completions {
+        for (data, result, flags) in completions.drain(..) {
             self.complete_one(data, result, flags);
         }
-        completions.clear();
         self.completions = completions;
     }
 
