@@ -388,17 +388,10 @@ impl Reactor {
         let ready = match (slot.kind, dir) {
             (Kind::Readiness, _) => slot.io.is_ready(dir),
             (Kind::Acceptor, _) => !slot.accepted.is_empty(),
-            (Kind::Stream, Direction::Read) if slot.starved => {
-                let ready = slot.has_data() || slot.io.ready & READABLE != 0;
-                if !ready && !slot.armed(OP_POLL) {
-                    st.arm_poll(token, PollFlags::IN, false);
-                }
-                ready
-            }
             (Kind::Stream, Direction::Read) => {
-                let ready = slot.has_data();
-                if !ready && !slot.armed(OP_RECV) {
-                    st.arm_recv(token);
+                let ready = slot.has_data() || (slot.starved && slot.io.ready & READABLE != 0);
+                if !ready {
+                    st.arm_read(token);
                 }
                 ready
             }
@@ -473,8 +466,7 @@ impl Reactor {
                         return Poll::Ready(result);
                     }
                 }
-                None if !slot.armed(OP_RECV) => st.arm_recv(token),
-                None => {}
+                None => st.arm_read(token),
             }
             if let Some(cx) = cx {
                 st.sources[token].io.wait(Direction::Read, cx);
@@ -704,15 +696,24 @@ impl State {
             }
             Err(Errno::AGAIN) | Err(Errno::INTR) => {
                 slot.io.clear(Direction::Read);
-                if !slot.armed(OP_POLL) {
-                    self.arm_poll(token, PollFlags::IN, false);
-                }
+                self.arm_read(token);
                 Poll::Pending
             }
             Err(e) => {
                 slot.recv_end = Some(e.raw_os_error());
                 Poll::Ready(Err(e.into()))
             }
+        }
+    }
+
+    /// Arms what tells a waiting reader that data came, unless it is armed: a poll on a starved
+    /// stream, else the receive.
+    fn arm_read(&mut self, token: usize) {
+        let slot = &self.sources[token];
+        if slot.starved && !slot.armed(OP_POLL) {
+            self.arm_poll(token, PollFlags::IN, false);
+        } else if !slot.starved && !slot.armed(OP_RECV) {
+            self.arm_recv(token);
         }
     }
 
