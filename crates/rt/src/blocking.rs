@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use crate::task::{JoinError, JoinHandle, JoinState};
+use crate::task::{join_pair, JoinError, JoinHandle};
 
 const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 static MAX_THREADS: AtomicUsize = AtomicUsize::new(64);
@@ -111,15 +111,13 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let state = JoinState::new();
-    let handle = state.handle();
+    let (handle, completion) = join_pair();
     pool().submit(Box::new(move || {
-        if state.is_aborted() {
-            state.complete(Err(JoinError::cancelled()));
-            return;
+        // Aborted before it ran, `completion` is dropped unused: the handle sees a cancellation.
+        if !completion.state.is_aborted() {
+            let result = catch_unwind(AssertUnwindSafe(f)).map_err(JoinError::panic);
+            completion.state.complete(result);
         }
-        let result = catch_unwind(AssertUnwindSafe(f)).map_err(JoinError::panic);
-        state.complete(result);
     }));
     handle
 }

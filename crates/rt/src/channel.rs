@@ -111,15 +111,11 @@ impl<T> Clone for Sender<T> {
 
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
-        let waker = {
-            let mut state = self.chan.lock();
-            state.senders -= 1;
-            if state.senders == 0 {
-                state.receiver.take()
-            } else {
-                None
-            }
-        };
+        let mut state = self.chan.lock();
+        state.senders -= 1;
+        let last = state.senders == 0;
+        let waker = state.receiver.take_if(|_| last);
+        drop(state);
         if let Some(w) = waker {
             w.wake();
         }

@@ -25,7 +25,7 @@ use slab::Slab;
 
 use crate::reactor::Reactor;
 use crate::runtime::RuntimeShared;
-use crate::task::{Completion, JoinHandle, JoinState, TaskFuture};
+use crate::task::{join_pair, Completion, JoinHandle, TaskFuture};
 use crate::time::Timers;
 
 /// Tasks polled per loop turn before the reactor is checked, so a busy worker still sees I/O.
@@ -176,13 +176,8 @@ impl Wake for Header {
 /// # Panics
 /// Outside a volt-rt worker (neither inside `Runtime::run` nor `block_on`).
 pub(crate) fn with_core<R>(f: impl FnOnce(&Core) -> R) -> R {
-    CORE.with(|c| {
-        let c = c.borrow();
-        let core = c
-            .as_ref()
-            .expect("must be called from a volt-rt worker (inside Runtime::run or block_on)");
-        f(core)
-    })
+    try_with_core(f)
+        .expect("must be called from a volt-rt worker (inside Runtime::run or block_on)")
 }
 
 /// Like [`with_core`], but `None` outside a worker (used by destructors, which may run anywhere).
@@ -201,9 +196,8 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    let state = JoinState::new();
-    let handle = state.handle();
-    with_core(|core| core.spawn_task(future, Completion::new(state)));
+    let (handle, completion) = join_pair();
+    with_core(|core| core.spawn_task(future, completion));
     handle
 }
 

@@ -3,15 +3,13 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
-
-use slab::Slab;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use crate::executor::{run_core, with_core, Core, Shared};
 use crate::reactor::IoBackend;
-use crate::task::{Completion, JoinHandle, JoinState};
+use crate::signal::Latch;
+use crate::task::{join_pair, JoinHandle};
 
 /// Configures a [`Runtime`].
 #[derive(Debug, Clone)]
@@ -95,8 +93,8 @@ pub struct Runtime {
 /// What every worker of a runtime shares: each worker's inbox, and the stop signal.
 pub(crate) struct RuntimeShared {
     workers: Vec<Arc<Shared>>,
-    stopped: AtomicBool,
-    stop_waiters: Mutex<Slab<Waker>>,
+    /// Set (to 1) by [`Handle::stop`].
+    stopped: Latch,
     pub(crate) io_backend: IoBackend,
 }
 
@@ -104,7 +102,7 @@ impl std::fmt::Debug for RuntimeShared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RuntimeShared")
             .field("workers", &self.workers.len())
-            .field("stopped", &self.stopped.load(Ordering::Relaxed))
+            .field("stopped", &(self.stopped.get() != 0))
             .field("io_backend", &self.io_backend)
             .finish()
     }
@@ -115,13 +113,8 @@ impl RuntimeShared {
         Arc::new(RuntimeShared {
             workers,
             io_backend,
-            stopped: AtomicBool::new(false),
-            stop_waiters: Mutex::new(Slab::new()),
+            stopped: Latch::new(),
         })
-    }
-
-    fn waiters(&self) -> std::sync::MutexGuard<'_, Slab<Waker>> {
-        self.stop_waiters.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -264,10 +257,8 @@ impl Handle {
         Fut: Future + 'static,
         Fut::Output: Send + 'static,
     {
-        let state = JoinState::new();
-        let handle = state.handle();
-        // Dropped unrun (the worker exited), it cancels the task.
-        let completion = Completion::new(state);
+        // `completion`, dropped unrun (the worker exited), cancels the task.
+        let (handle, completion) = join_pair();
         let target = &self.shared.workers[worker % self.shared.workers.len()];
         target.send_spawn(Box::new(move || {
             // `make` runs inside the task, under its panic capture, not in the worker loop.
@@ -279,16 +270,12 @@ impl Handle {
     /// Asks every worker to stop: every [`Stopped`] future of this runtime completes. Workers
     /// finish when their main futures return; this is cooperative, nothing is cancelled.
     pub fn stop(&self) {
-        self.shared.stopped.store(true, Ordering::Release);
-        let waiters: Vec<Waker> = self.shared.waiters().drain().collect();
-        for w in waiters {
-            w.wake();
-        }
+        self.shared.stopped.set(1);
     }
 
     /// True once [`Handle::stop`] was called.
     pub fn is_stopped(&self) -> bool {
-        self.shared.stopped.load(Ordering::Acquire)
+        self.shared.stopped.get() != 0
     }
 
     /// Completes when [`Handle::stop`] is called (at once if it was).
@@ -332,30 +319,13 @@ impl Future for Stopped {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.shared.stopped.load(Ordering::Acquire) {
-            return Poll::Ready(());
-        }
-        let mut waiters = self.shared.waiters();
-        // Checked again under the lock: `stop` sets the flag before draining the waiters.
-        if self.shared.stopped.load(Ordering::Acquire) {
-            return Poll::Ready(());
-        }
-        match self.key {
-            Some(key) if waiters.contains(key) => waiters[key] = cx.waker().clone(),
-            _ => {
-                let key = waiters.insert(cx.waker().clone());
-                drop(waiters);
-                self.key = Some(key);
-            }
-        }
-        Poll::Pending
+        let Stopped { shared, key } = &mut *self;
+        shared.stopped.poll(key, cx).map(drop)
     }
 }
 
 impl Drop for Stopped {
     fn drop(&mut self) {
-        if let Some(key) = self.key {
-            self.shared.waiters().try_remove(key);
-        }
+        self.shared.stopped.forget(self.key);
     }
 }

@@ -13,15 +13,75 @@ use std::task::{Context, Poll, Waker};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use slab::Slab;
 
-/// The first shutdown signal received, or 0.
-static RECEIVED: AtomicI32 = AtomicI32::new(0);
-
-/// The wakers of pending [`ShutdownSignal`]s, each removed when its future is dropped (a
-/// server may race one against every connection).
-fn waiters() -> MutexGuard<'static, Slab<Waker>> {
-    static WAITERS: Mutex<Slab<Waker>> = Mutex::new(Slab::new());
-    WAITERS.lock().unwrap_or_else(|e| e.into_inner())
+/// A value set once (non-zero) that futures on any thread wait for: the shutdown signal, and a
+/// runtime's stop. Each waiting future's waker has an entry, removed when the future is dropped
+/// (a server may race one against every connection).
+pub(crate) struct Latch {
+    value: AtomicI32,
+    waiters: Mutex<Slab<Waker>>,
 }
+
+impl Latch {
+    pub(crate) const fn new() -> Latch {
+        Latch {
+            value: AtomicI32::new(0),
+            waiters: Mutex::new(Slab::new()),
+        }
+    }
+
+    fn waiters(&self) -> MutexGuard<'_, Slab<Waker>> {
+        self.waiters.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The value, or 0 while unset.
+    pub(crate) fn get(&self) -> i32 {
+        self.value.load(Ordering::Acquire)
+    }
+
+    /// Sets the value (the first one set stays) and wakes every waiting future.
+    pub(crate) fn set(&self, value: i32) {
+        let _ = self
+            .value
+            .compare_exchange(0, value, Ordering::AcqRel, Ordering::Acquire);
+        let woken: Vec<Waker> = self.waiters().drain().collect();
+        for w in woken {
+            w.wake();
+        }
+    }
+
+    /// Ready with the value once set; else `cx`'s waker is kept in the entry `key` names (made
+    /// on the first wait).
+    pub(crate) fn poll(&self, key: &mut Option<usize>, cx: &Context<'_>) -> Poll<i32> {
+        if self.get() != 0 {
+            return Poll::Ready(self.get());
+        }
+        let mut waiters = self.waiters();
+        // Checked again under the lock: `set` stores before it drains.
+        if self.get() != 0 {
+            return Poll::Ready(self.get());
+        }
+        match *key {
+            // The entry is ours until `set` drains them all, and then we returned above.
+            Some(key) => waiters[key].clone_from(cx.waker()),
+            None => *key = Some(waiters.insert(cx.waker().clone())),
+        }
+        Poll::Pending
+    }
+
+    /// Removes a dropped future's entry, unless `set` drained it (and the slot may be reused).
+    pub(crate) fn forget(&self, key: Option<usize>) {
+        let Some(key) = key else { return };
+        let mut waiters = self.waiters();
+        if self.get() == 0 {
+            let waker = waiters.try_remove(key);
+            drop(waiters);
+            drop(waker);
+        }
+    }
+}
+
+/// The first shutdown signal received.
+static RECEIVED: Latch = Latch::new();
 
 fn install() {
     static INSTALLED: OnceLock<()> = OnceLock::new();
@@ -32,12 +92,7 @@ fn install() {
             .name("volt-signals".into())
             .spawn(move || {
                 for signal in signals.forever() {
-                    let _ =
-                        RECEIVED.compare_exchange(0, signal, Ordering::AcqRel, Ordering::Acquire);
-                    let woken: Vec<Waker> = waiters().drain().collect();
-                    for w in woken {
-                        w.wake();
-                    }
+                    RECEIVED.set(signal);
                 }
             })
             .expect("spawning the signal thread");
@@ -54,7 +109,7 @@ pub fn shutdown_signal() -> ShutdownSignal {
 /// See [`shutdown_signal`].
 #[derive(Debug)]
 pub struct ShutdownSignal {
-    /// Where this future's waker is in `waiters()`, once it has waited.
+    /// This future's entry in `RECEIVED`, once it has waited.
     key: Option<usize>,
 }
 
@@ -62,41 +117,12 @@ impl Future for ShutdownSignal {
     type Output = i32;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<i32> {
-        let signal = RECEIVED.load(Ordering::Acquire);
-        if signal != 0 {
-            return Poll::Ready(signal);
-        }
-        let mut waiters = waiters();
-        // Checked again under the lock: the signal thread stores before it drains.
-        let signal = RECEIVED.load(Ordering::Acquire);
-        if signal != 0 {
-            return Poll::Ready(signal);
-        }
-        match self.key {
-            // The entry is ours until a signal drains them all, and then we returned above.
-            Some(key) => {
-                if !waiters[key].will_wake(cx.waker()) {
-                    waiters[key] = cx.waker().clone();
-                }
-            }
-            None => {
-                let key = waiters.insert(cx.waker().clone());
-                drop(waiters);
-                self.key = Some(key);
-            }
-        }
-        Poll::Pending
+        RECEIVED.poll(&mut self.key, cx)
     }
 }
 
 impl Drop for ShutdownSignal {
     fn drop(&mut self) {
-        if let Some(key) = self.key {
-            // Already gone (and the slot maybe reused) if a signal drained the waiters.
-            if RECEIVED.load(Ordering::Acquire) == 0 {
-                let waker = waiters().try_remove(key);
-                drop(waker);
-            }
-        }
+        RECEIVED.forget(self.key);
     }
 }

@@ -46,19 +46,24 @@ struct JoinInner<T> {
     task: Option<Waker>,
 }
 
-impl<T> JoinState<T> {
-    pub(crate) fn new() -> Arc<Self> {
-        Arc::new(JoinState {
-            aborted: AtomicBool::new(false),
-            inner: Mutex::new(JoinInner {
-                result: None,
-                finished: false,
-                waiter: None,
-                task: None,
-            }),
-        })
-    }
+/// A new task's two ends: the handle for its spawner, the completion for the task.
+pub(crate) fn join_pair<T>() -> (JoinHandle<T>, Completion<T>) {
+    let state = Arc::new(JoinState {
+        aborted: AtomicBool::new(false),
+        inner: Mutex::new(JoinInner {
+            result: None,
+            finished: false,
+            waiter: None,
+            task: None,
+        }),
+    });
+    let handle = JoinHandle {
+        state: state.clone(),
+    };
+    (handle, Completion { state })
+}
 
+impl<T> JoinState<T> {
     fn lock(&self) -> MutexGuard<'_, JoinInner<T>> {
         // A panic never happens while the lock is held (no user code runs under it), so a
         // poisoned lock still holds consistent data.
@@ -83,12 +88,6 @@ impl<T> JoinState<T> {
         };
         if let Some(w) = waiter {
             w.wake();
-        }
-    }
-
-    pub(crate) fn handle(self: &Arc<Self>) -> JoinHandle<T> {
-        JoinHandle {
-            state: self.clone(),
         }
     }
 }
@@ -140,31 +139,22 @@ impl<T> fmt::Debug for JoinHandle<T> {
 /// aborted, dropped with its worker, or never started), it reports a cancellation, so a
 /// `JoinHandle` always resolves.
 pub(crate) struct Completion<T> {
-    state: Arc<JoinState<T>>,
+    pub(crate) state: Arc<JoinState<T>>,
 }
 
 impl<T> Completion<T> {
-    pub(crate) fn new(state: Arc<JoinState<T>>) -> Self {
-        Completion { state }
-    }
-
     pub(crate) fn set_task_waker(&self, waker: Waker) {
         self.state.lock().task = Some(waker);
-    }
-
-    fn is_aborted(&self) -> bool {
-        self.state.is_aborted()
-    }
-
-    fn complete(&self, result: Result<T, JoinError>) {
-        self.state.complete(result);
     }
 }
 
 impl<T> Drop for Completion<T> {
     fn drop(&mut self) {
         // A no-op if the task finished.
-        self.state.complete(Err(JoinError::cancelled()));
+        let cancelled = JoinError {
+            kind: JoinErrorKind::Cancelled,
+        };
+        self.state.complete(Err(cancelled));
     }
 }
 
@@ -196,7 +186,7 @@ impl<F: Future> Future for TaskFuture<F> {
             let this = self.get_unchecked_mut();
             (Pin::new_unchecked(&mut this.future), &this.completion)
         };
-        if completion.is_aborted() {
+        if completion.state.is_aborted() {
             // The executor drops a finished task at once; `Completion::drop` then reports the
             // cancellation, after the future's destructor ran.
             return Poll::Ready(());
@@ -204,11 +194,11 @@ impl<F: Future> Future for TaskFuture<F> {
         match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(out)) => {
-                completion.complete(Ok(out));
+                completion.state.complete(Ok(out));
                 Poll::Ready(())
             }
             Err(payload) => {
-                completion.complete(Err(JoinError::panic(payload)));
+                completion.state.complete(Err(JoinError::panic(payload)));
                 Poll::Ready(())
             }
         }
@@ -216,12 +206,6 @@ impl<F: Future> Future for TaskFuture<F> {
 }
 
 impl JoinError {
-    pub(crate) fn cancelled() -> Self {
-        JoinError {
-            kind: JoinErrorKind::Cancelled,
-        }
-    }
-
     pub(crate) fn panic(payload: Box<dyn Any + Send + 'static>) -> Self {
         JoinError {
             kind: JoinErrorKind::Panic(payload),

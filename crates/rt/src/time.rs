@@ -10,11 +10,12 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::{poll_fn, Future};
-use std::pin::{pin, Pin};
+use std::pin::Pin;
 use std::task::{Context, Poll, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
 
 use crate::executor::{try_with_core, with_core};
+use crate::future::{race, Either};
 
 type Key = (Instant, u64);
 
@@ -35,15 +36,9 @@ impl Timers {
 
     /// Refreshes the waker of a pending entry; false if the entry already fired.
     fn update(&self, key: &Key, waker: &Waker) -> bool {
-        match self.entries.borrow_mut().get_mut(key) {
-            Some(w) => {
-                if !w.will_wake(waker) {
-                    *w = waker.clone();
-                }
-                true
-            }
-            None => false,
-        }
+        // `clone_from` clones only if `waker` would not wake the same task.
+        let mut entries = self.entries.borrow_mut();
+        entries.get_mut(key).map(|w| w.clone_from(waker)).is_some()
     }
 
     fn remove(&self, key: &Key) {
@@ -196,18 +191,10 @@ pub async fn timeout<F: Future>(duration: Duration, future: F) -> Result<F::Outp
 
 /// Runs `future` until `deadline`; `Err(Elapsed)` if it did not finish by then.
 pub async fn timeout_at<F: Future>(deadline: Instant, future: F) -> Result<F::Output, Elapsed> {
-    let mut future = pin!(future);
-    let mut sleep = sleep_until(deadline);
-    poll_fn(|cx| {
-        if let Poll::Ready(out) = future.as_mut().poll(cx) {
-            return Poll::Ready(Ok(out));
-        }
-        match Pin::new(&mut sleep).poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
-            Poll::Pending => Poll::Pending,
-        }
-    })
-    .await
+    match race(future, sleep_until(deadline)).await {
+        Either::Left(out) => Ok(out),
+        Either::Right(()) => Err(Elapsed(())),
+    }
 }
 
 /// Ticks every `period`; the first tick completes at once. A tick that is late (the task was

@@ -5,9 +5,13 @@ use std::future::poll_fn;
 use std::io::{self, IoSlice};
 use std::marker::PhantomData;
 use std::net::Shutdown;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::pin::Pin;
 use std::task::{Context, Poll};
+
+use rustix::io::Errno;
+use rustix::net::addr::SocketAddrArg;
+use rustix::net::{AddressFamily, SocketFlags, SocketType};
 
 use super::source::Source;
 use crate::reactor::Direction;
@@ -31,10 +35,27 @@ pub enum Tcp {}
 pub enum Unix {}
 
 impl<P> Stream<P> {
-    pub(super) fn new(source: Source) -> Stream<P> {
+    /// Registers a connected socket; `shared` as in [`Source::new`].
+    pub(super) fn new(fd: OwnedFd, shared: bool) -> io::Result<Stream<P>> {
+        Ok(Stream::from_source(Source::new(fd, shared)?))
+    }
+
+    fn from_source(source: Source) -> Stream<P> {
         Stream {
             source,
             _protocol: PhantomData,
+        }
+    }
+
+    /// Connects `fd`, a fresh socket from [`socket`], to `addr` and waits for the handshake.
+    pub(super) async fn connect_fd(fd: OwnedFd, addr: &impl SocketAddrArg) -> io::Result<Self> {
+        match rustix::net::connect(&fd, addr) {
+            Ok(()) => Stream::new(fd, false),
+            // Only `EINPROGRESS` means "wait". A Unix socket answers `EAGAIN` when the backlog
+            // is full and leaves the socket unconnected: waiting for it to become writable
+            // would hand out a dead stream.
+            Err(Errno::INPROGRESS) => Ok(Stream::from_source(Source::connecting(fd).await?)),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -230,6 +251,17 @@ impl<P> Stream<P> {
             other => other,
         }
     }
+}
+
+/// A new non-blocking, close-on-exec stream socket of `family`.
+pub(super) fn socket(family: AddressFamily) -> io::Result<OwnedFd> {
+    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+    Ok(rustix::net::socket_with(
+        family,
+        SocketType::STREAM,
+        flags,
+        None,
+    )?)
 }
 
 /// A receive sink (io_uring) that copies into `buf` from its start, as much as fits.

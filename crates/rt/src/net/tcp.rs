@@ -6,10 +6,10 @@ use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsFd, OwnedFd};
 
-use rustix::net::{sockopt, AddressFamily, SocketFlags, SocketType};
+use rustix::net::{sockopt, AddressFamily, SocketFlags};
 
 use super::source::Source;
-use super::stream::{Stream, Tcp};
+use super::stream::{socket, Stream, Tcp};
 use crate::reactor::Direction;
 
 /// How a [`TcpListener`] is bound. `SO_REUSEADDR` is always on.
@@ -87,16 +87,10 @@ impl ListenOptions {
 }
 
 fn new_socket(addr: SocketAddr) -> io::Result<OwnedFd> {
-    let family = match addr {
+    socket(match addr {
         SocketAddr::V4(_) => AddressFamily::INET,
         SocketAddr::V6(_) => AddressFamily::INET6,
-    };
-    Ok(rustix::net::socket_with(
-        family,
-        SocketType::STREAM,
-        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
-        None,
-    )?)
+    })
 }
 
 fn to_std_addr(addr: rustix::net::SocketAddrAny) -> io::Result<SocketAddr> {
@@ -137,7 +131,7 @@ impl TcpListener {
             })
         })
         .await?;
-        Ok((TcpStream::from_fd(fd)?, addr))
+        Ok((Stream::new(fd, false)?, addr))
     }
 
     /// The address this listener is bound to.
@@ -158,10 +152,6 @@ impl fmt::Debug for TcpListener {
 pub type TcpStream = Stream<Tcp>;
 
 impl Stream<Tcp> {
-    fn from_fd(fd: OwnedFd) -> io::Result<TcpStream> {
-        Ok(Stream::new(Source::new(fd, false)?))
-    }
-
     /// Connects to the first address of `addr` that accepts.
     pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
         let mut last_err = None;
@@ -177,19 +167,13 @@ impl Stream<Tcp> {
     }
 
     async fn connect_one(addr: SocketAddr) -> io::Result<TcpStream> {
-        let fd = new_socket(addr)?;
-        match rustix::net::connect(&fd, &addr) {
-            Ok(()) => return Self::from_fd(fd),
-            Err(rustix::io::Errno::INPROGRESS) => {}
-            Err(e) => return Err(e.into()),
-        }
-        Ok(Stream::new(Source::connecting(fd).await?))
+        Stream::connect_fd(new_socket(addr)?, &addr).await
     }
 
     /// Takes over a connected std socket (it is made non-blocking).
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
-        Ok(Stream::new(Source::new(OwnedFd::from(stream), true)?))
+        Stream::new(OwnedFd::from(stream), true)
     }
 
     /// Sets `TCP_NODELAY` (no Nagle delay for small writes).

@@ -3,23 +3,13 @@
 use std::fmt;
 use std::future::poll_fn;
 use std::io;
-use std::os::fd::OwnedFd;
 use std::path::Path;
 
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 
 use super::source::Source;
-use super::stream::{Stream, Unix};
+use super::stream::{socket, Stream, Unix};
 use crate::reactor::Direction;
-
-fn new_socket() -> io::Result<OwnedFd> {
-    Ok(rustix::net::socket_with(
-        AddressFamily::UNIX,
-        SocketType::STREAM,
-        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
-        None,
-    )?)
-}
 
 /// A Unix-domain stream listener registered with the current worker.
 pub struct UnixListener {
@@ -29,7 +19,7 @@ pub struct UnixListener {
 impl UnixListener {
     /// Binds to `path` (which must not exist) and listens.
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
-        let fd = new_socket()?;
+        let fd = socket(AddressFamily::UNIX)?;
         rustix::net::bind(&fd, &SocketAddrUnix::new(path.as_ref())?)?;
         rustix::net::listen(&fd, 1024)?;
         Ok(UnixListener {
@@ -45,7 +35,7 @@ impl UnixListener {
             })
         })
         .await?;
-        Ok(Stream::new(Source::new(fd, false)?))
+        Stream::new(fd, false)
     }
 }
 
@@ -64,15 +54,8 @@ impl Stream<Unix> {
     /// Fails with [`io::ErrorKind::WouldBlock`] if the listener's backlog is full (Linux
     /// answers a non-blocking Unix `connect` so instead of queueing it).
     pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
-        let fd = new_socket()?;
-        match rustix::net::connect(&fd, &SocketAddrUnix::new(path.as_ref())?) {
-            Ok(()) => return Ok(Stream::new(Source::new(fd, false)?)),
-            // `EAGAIN` is not "in progress" here: the backlog is full and the socket was left
-            // unconnected. Waiting for it to become writable would hand out a dead stream.
-            Err(rustix::io::Errno::INPROGRESS) => {}
-            Err(e) => return Err(e.into()),
-        }
-        Ok(Stream::new(Source::connecting(fd).await?))
+        let addr = SocketAddrUnix::new(path.as_ref())?;
+        Stream::connect_fd(socket(AddressFamily::UNIX)?, &addr).await
     }
 
     /// A connected pair, both ends on the current worker.
@@ -83,10 +66,7 @@ impl Stream<Unix> {
             SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
             None,
         )?;
-        Ok((
-            Stream::new(Source::new(a, false)?),
-            Stream::new(Source::new(b, false)?),
-        ))
+        Ok((Stream::new(a, false)?, Stream::new(b, false)?))
     }
 }
 

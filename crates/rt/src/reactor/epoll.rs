@@ -145,32 +145,25 @@ impl Reactor {
             Err(e) => panic!("epoll_wait failed: {e}"),
         }
         let mut notified = false;
-        let mut to_wake = self.to_wake.borrow_mut();
-        {
-            let mut sources = self.sources.borrow_mut();
-            for event in events.iter() {
-                let data = event.data.u64();
-                if data == NOTIFIER_TOKEN {
-                    notified = true; // the executor checks its inbox every turn
-                    continue;
-                }
-                let (generation, key) = ((data >> 32) as u32, (data as u32) as usize - 1);
-                let Some(io) = sources
-                    .get_mut(key)
-                    .filter(|io| io.generation == generation)
-                else {
-                    continue; // a closed registration kept alive by a duplicate of its fd
-                };
-                io.io.set(event.flags, &mut to_wake);
+        let mut to_wake = self.to_wake.take();
+        let mut sources = self.sources.borrow_mut();
+        for event in events.iter() {
+            let data = event.data.u64();
+            if data == NOTIFIER_TOKEN {
+                notified = true; // the executor checks its inbox every turn
+                continue;
             }
+            let (generation, key) = ((data >> 32) as u32, (data as u32) as usize - 1);
+            let Some(io) = sources
+                .get_mut(key)
+                .filter(|io| io.generation == generation)
+            else {
+                continue; // a closed registration kept alive by a duplicate of its fd
+            };
+            io.io.set(event.flags, &mut to_wake);
         }
-        drop(events);
-        let mut wakers = std::mem::take(&mut *to_wake);
-        drop(to_wake);
-        for w in wakers.drain(..) {
-            w.wake();
-        }
-        *self.to_wake.borrow_mut() = wakers;
+        drop((events, sources));
+        *self.to_wake.borrow_mut() = super::wake_all(to_wake);
         notified
     }
 }

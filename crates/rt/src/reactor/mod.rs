@@ -38,34 +38,25 @@ impl IoBackend {
     /// when `VOLT_IO` holds anything else: a forced choice that silently changed would make
     /// benchmarks and CI lie.
     pub(crate) fn resolve(requested: Option<IoBackend>) -> io::Result<IoBackend> {
-        let requested = match requested {
-            Some(backend) => Some(backend),
-            None => match std::env::var("VOLT_IO").as_deref() {
-                Ok("epoll") => Some(IoBackend::Epoll),
-                Ok("uring") | Ok("io_uring") => Some(IoBackend::Uring),
-                Ok("") | Ok("auto") | Err(_) => None,
-                Ok(other) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!("VOLT_IO={other:?}: expected epoll, uring or auto"),
-                    ))
-                }
-            },
+        let requested = match (requested, std::env::var("VOLT_IO").as_deref()) {
+            (Some(backend), _) => Some(backend),
+            (None, Ok("epoll")) => Some(IoBackend::Epoll),
+            (None, Ok("uring" | "io_uring")) => Some(IoBackend::Uring),
+            (None, Ok("" | "auto") | Err(_)) => None,
+            (None, Ok(other)) => {
+                let msg = format!("VOLT_IO={other:?}: expected epoll, uring or auto");
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, msg));
+            }
         };
-        Ok(match requested {
-            Some(IoBackend::Epoll) => IoBackend::Epoll,
-            Some(IoBackend::Uring) => match uring_probe() {
-                Ok(()) => IoBackend::Uring,
-                Err(e) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::Unsupported,
-                        format!("io_uring was requested but is unavailable: {e}"),
-                    ))
-                }
-            },
-            None if uring_probe().is_ok() => IoBackend::Uring,
-            None => IoBackend::Epoll,
-        })
+        match requested {
+            Some(IoBackend::Epoll) => Ok(IoBackend::Epoll),
+            Some(IoBackend::Uring) => uring_probe().map(|()| IoBackend::Uring).map_err(|e| {
+                let msg = format!("io_uring was requested but is unavailable: {e}");
+                io::Error::new(io::ErrorKind::Unsupported, msg)
+            }),
+            None if uring_probe().is_ok() => Ok(IoBackend::Uring),
+            None => Ok(IoBackend::Epoll),
+        }
     }
 
     /// What a runtime built without [`Builder::io_backend`](crate::Builder::io_backend) uses
@@ -200,6 +191,16 @@ impl Readiness {
             to_wake.extend(self.writer.take());
         }
     }
+}
+
+/// Wakes the tasks a loop turn made ready and hands back the emptied list to reuse. Called with
+/// no reactor borrow held: waking a task (or dropping the last reference to one, and with it its
+/// sockets) can reach the reactor again.
+fn wake_all(mut wakers: Vec<Waker>) -> Vec<Waker> {
+    for w in wakers.drain(..) {
+        w.wake();
+    }
+    wakers
 }
 
 /// What a registered descriptor is, which decides how io_uring drives it (epoll treats both

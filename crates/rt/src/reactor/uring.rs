@@ -25,10 +25,10 @@ use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::mem::ManuallyDrop;
-use std::net::{Shutdown, SocketAddr, SocketAddrV6};
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::ptr::{self, NonNull};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -37,7 +37,8 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use rustix::event::epoll::EventFlags;
 use rustix::event::PollFlags;
 use rustix::io::Errno;
-use rustix::net::AddressFamily;
+use rustix::net::addr::{SocketAddrLen, SocketAddrStorage};
+use rustix::net::SocketAddrAny;
 use slab::Slab;
 
 use super::{shutdown, Direction, Kind, Notifier, Readiness, READABLE, WRITABLE};
@@ -76,13 +77,13 @@ fn user_data(token: usize, op: u64) -> u64 {
 
 /// Whether this process can run the driver: Linux ≥ 6.0 (multishot receive) and a ring set up.
 pub(super) fn probe() -> io::Result<()> {
-    let release = rustix::system::uname()
-        .release()
-        .to_string_lossy()
-        .into_owned();
-    let mut parts = release.split(|c: char| !c.is_ascii_digit());
-    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    if major < 6 {
+    let uname = rustix::system::uname();
+    let release = uname.release().to_string_lossy();
+    let major = release
+        .split('.')
+        .next()
+        .and_then(|p| p.parse::<u32>().ok());
+    if major.unwrap_or(0) < 6 {
         return Err(io::Error::other(format!(
             "kernel {release} lacks multishot receive (needs 6.0)"
         )));
@@ -137,34 +138,11 @@ struct Slot {
     accepted: VecDeque<io::Result<(OwnedFd, SocketAddr)>>,
 }
 
-/// A `sockaddr_storage` and its length, written by an accept.
+/// The peer's address an accept writes, and its length. Zeroed at first, so all of it is
+/// initialized.
 struct PeerAddr {
-    addr: [u8; 128],
-    len: u32,
-}
-
-/// The `SocketAddr` in an accept's `sockaddr` (`sockaddr_in` or `sockaddr_in6`).
-fn socket_addr(raw: &[u8]) -> io::Result<SocketAddr> {
-    let family =
-        |f: AddressFamily| raw.len() >= 2 && u16::from_ne_bytes([raw[0], raw[1]]) == f.as_raw();
-    let u32_at = |at: usize| u32::from_ne_bytes(raw[at..at + 4].try_into().expect("4 bytes"));
-    if family(AddressFamily::INET) && raw.len() >= 8 {
-        let ip: [u8; 4] = raw[4..8].try_into().expect("4 bytes");
-        Ok(SocketAddr::from((ip, u16::from_be_bytes([raw[2], raw[3]]))))
-    } else if family(AddressFamily::INET6) && raw.len() >= 28 {
-        let ip: [u8; 16] = raw[8..24].try_into().expect("16 bytes");
-        let port = u16::from_be_bytes([raw[2], raw[3]]);
-        Ok(SocketAddr::V6(SocketAddrV6::new(
-            ip.into(),
-            port,
-            u32_at(4),
-            u32_at(24),
-        )))
-    } else {
-        Err(io::Error::other(
-            "accepted socket without an IP peer address",
-        ))
-    }
+    addr: MaybeUninit<SocketAddrStorage>,
+    len: SocketAddrLen,
 }
 
 impl Slot {
@@ -214,7 +192,7 @@ const BUFS_LAYOUT: Layout = match Layout::from_size_align(BUF_ENTRIES as usize *
 };
 
 impl BufRing {
-    fn new() -> io::Result<BufRing> {
+    fn new() -> BufRing {
         // SAFETY: both layouts have a non-zero size.
         let (ring, bufs) = unsafe { (alloc_zeroed(RING_LAYOUT), alloc_zeroed(BUFS_LAYOUT)) };
         let (Some(ring), Some(bufs)) = (NonNull::new(ring.cast()), NonNull::new(bufs)) else {
@@ -229,7 +207,7 @@ impl BufRing {
         for bid in 0..BUF_ENTRIES {
             this.give_back(bid);
         }
-        Ok(this)
+        this
     }
 
     /// The bytes `start..end` of buffer `bid`.
@@ -255,26 +233,21 @@ impl BufRing {
     fn give_back(&mut self, bid: u16) {
         debug_assert!(bid < BUF_ENTRIES && self.lent > 0);
         let index = (self.tail & (BUF_ENTRIES - 1)) as usize;
-        let entry = RingEntry {
-            addr: self.bufs.as_ptr() as u64 + bid as u64 * BUF_SIZE as u64,
-            len: BUF_SIZE as u32,
-            bid,
-            resv: 0,
-        };
+        let addr = self.bufs.as_ptr() as u64 + bid as u64 * BUF_SIZE as u64;
         // SAFETY: `index < BUF_ENTRIES`, in the ring allocation. The entry at the unpublished
         // tail is not read by the kernel (it reads head..tail). Fields are written through raw
         // places so entry 0's `resv` (the tail the kernel reads) is left alone.
         unsafe {
             let slot = self.ring.as_ptr().add(index);
-            ptr::addr_of_mut!((*slot).addr).write(entry.addr);
-            ptr::addr_of_mut!((*slot).len).write(entry.len);
-            ptr::addr_of_mut!((*slot).bid).write(entry.bid);
+            (&raw mut (*slot).addr).write(addr);
+            (&raw mut (*slot).len).write(BUF_SIZE as u32);
+            (&raw mut (*slot).bid).write(bid);
         }
         self.tail = self.tail.wrapping_add(1);
         self.lent -= 1;
         // SAFETY: entry 0's `resv` is the ring tail, a naturally aligned u16 shared with the
         // kernel, which reads it with acquire semantics; it is only accessed atomically here.
-        let tail = unsafe { AtomicU16::from_ptr(ptr::addr_of_mut!((*self.ring.as_ptr()).resv)) };
+        let tail = unsafe { AtomicU16::from_ptr(&raw mut (*self.ring.as_ptr()).resv) };
         tail.store(self.tail, Ordering::Release);
     }
 
@@ -331,7 +304,7 @@ impl Reactor {
                     .setup_cqsize(CQ_ENTRIES)
                     .build(SQ_ENTRIES)
             })?;
-        let bufs = BufRing::new()?;
+        let bufs = BufRing::new();
         // SAFETY: the ring memory is page-aligned, `BUF_ENTRIES` entries long, and outlives the
         // registration (freed after the ring is closed).
         unsafe {
@@ -415,17 +388,10 @@ impl Reactor {
         let ready = match (slot.kind, dir) {
             (Kind::Readiness, _) => slot.io.is_ready(dir),
             (Kind::Acceptor, _) => !slot.accepted.is_empty(),
-            (Kind::Stream, Direction::Read) if slot.starved => {
-                let ready = slot.has_data() || slot.io.ready & READABLE != 0;
-                if !ready && !slot.armed(OP_POLL) {
-                    st.arm_poll(token, PollFlags::IN, false);
-                }
-                ready
-            }
             (Kind::Stream, Direction::Read) => {
-                let ready = slot.has_data();
-                if !ready && !slot.armed(OP_RECV) {
-                    st.arm_recv(token);
+                let ready = slot.has_data() || (slot.starved && slot.io.ready & READABLE != 0);
+                if !ready {
+                    st.arm_read(token);
                 }
                 ready
             }
@@ -500,8 +466,7 @@ impl Reactor {
                         return Poll::Ready(result);
                     }
                 }
-                None if !slot.armed(OP_RECV) => st.arm_recv(token),
-                None => {}
+                None => st.arm_read(token),
             }
             if let Some(cx) = cx {
                 st.sources[token].io.wait(Direction::Read, cx);
@@ -601,55 +566,38 @@ impl Reactor {
         let mut st = self.state.borrow_mut();
         st.start_sends();
         st.rearm_starved();
-        let result = match deadline {
+        let result = match deadline.map(|d| d.saturating_duration_since(Instant::now())) {
             None => st.ring.submit_and_wait(1),
-            Some(deadline) => {
-                let wait = deadline.saturating_duration_since(Instant::now());
-                if wait.is_zero() {
-                    let sq = st.ring.submission();
-                    // Deferred completions and an overflowed CQ both need an enter.
-                    let idle = sq.is_empty() && !sq.taskrun() && !sq.cq_overflow();
-                    drop(sq);
-                    if idle && st.ring.completion().is_empty() {
-                        Ok(0)
-                    } else {
-                        st.ring.submit()
-                    }
-                } else {
-                    submit_and_wait_for(&st.ring, wait)
-                }
-            }
+            Some(wait) if !wait.is_zero() => submit_and_wait_for(&st.ring, wait),
+            Some(_) if st.idle() => Ok(0),
+            Some(_) => st.ring.submit(),
         };
-        match result {
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc_errno::ETIME | libc_errno::EINTR)
-                ) => {}
-            Err(e) if e.raw_os_error() == Some(libc_errno::EBUSY) => {} // CQ full: drain it
-            Err(e) => panic!("io_uring_enter failed: {e}"),
+        if let Err(e) = entered(result) {
+            panic!("io_uring_enter failed: {e}");
         }
         st.complete();
         let notified = std::mem::take(&mut st.notified);
-        let mut wakers = std::mem::take(&mut st.to_wake);
+        let wakers = std::mem::take(&mut st.to_wake);
         drop(st);
-        for w in wakers.drain(..) {
-            w.wake();
-        }
-        self.state.borrow_mut().to_wake = wakers;
+        self.state.borrow_mut().to_wake = super::wake_all(wakers);
         notified
     }
 }
 
-/// The errnos the driver handles, as `i32` (rustix's are an opaque type).
-mod libc_errno {
-    use rustix::io::Errno;
-    pub(super) const ETIME: i32 = Errno::TIME.raw_os_error();
-    pub(super) const EINTR: i32 = Errno::INTR.raw_os_error();
-    pub(super) const EBUSY: i32 = Errno::BUSY.raw_os_error();
-    pub(super) const ENOBUFS: i32 = Errno::NOBUFS.raw_os_error();
-    pub(super) const ECANCELED: i32 = Errno::CANCELED.raw_os_error();
+// The errnos the driver handles, as `i32` (rustix's are an opaque type).
+const ETIME: i32 = Errno::TIME.raw_os_error();
+const EINTR: i32 = Errno::INTR.raw_os_error();
+const EBUSY: i32 = Errno::BUSY.raw_os_error();
+const ENOBUFS: i32 = Errno::NOBUFS.raw_os_error();
+const ECANCELED: i32 = Errno::CANCELED.raw_os_error();
+
+/// An `io_uring_enter` result with the errors that only end the wait early taken as success:
+/// the timeout (`ETIME`), a signal (`EINTR`), and a full completion queue (`EBUSY`, drained next).
+fn entered(result: io::Result<usize>) -> io::Result<()> {
+    match result {
+        Err(e) if !matches!(e.raw_os_error(), Some(ETIME | EINTR | EBUSY)) => Err(e),
+        _ => Ok(()),
+    }
 }
 
 fn submit_and_wait_for(ring: &IoUring, wait: Duration) -> io::Result<usize> {
@@ -699,6 +647,14 @@ impl State {
         unsafe { self.push(sqe.user_data(user_data(token, op)), true) };
     }
 
+    /// Nothing to submit or reap: deferred completions and an overflowed CQ both need an enter.
+    fn idle(&mut self) -> bool {
+        let sq = self.ring.submission();
+        let idle = sq.is_empty() && !sq.taskrun() && !sq.cq_overflow();
+        drop(sq);
+        idle && self.ring.completion().is_empty()
+    }
+
     fn arm_notifier(&mut self) {
         let fd = types::Fd(self.notifier_fd);
         let sqe = opcode::PollAdd::new(fd, PollFlags::IN.bits() as u32)
@@ -740,9 +696,7 @@ impl State {
             }
             Err(Errno::AGAIN) | Err(Errno::INTR) => {
                 slot.io.clear(Direction::Read);
-                if !slot.armed(OP_POLL) {
-                    self.arm_poll(token, PollFlags::IN, false);
-                }
+                self.arm_read(token);
                 Poll::Pending
             }
             Err(e) => {
@@ -752,15 +706,26 @@ impl State {
         }
     }
 
+    /// Arms what tells a waiting reader that data came, unless it is armed: a poll on a starved
+    /// stream, else the receive.
+    fn arm_read(&mut self, token: usize) {
+        let slot = &self.sources[token];
+        if slot.starved && !slot.armed(OP_POLL) {
+            self.arm_poll(token, PollFlags::IN, false);
+        } else if !slot.starved && !slot.armed(OP_RECV) {
+            self.arm_recv(token);
+        }
+    }
+
     fn arm_accept(&mut self, token: usize) {
         let slot = &mut self.sources[token];
         let peer = slot.peer.get_or_insert_with(|| {
             Box::new(PeerAddr {
-                addr: [0; 128],
+                addr: MaybeUninit::zeroed(),
                 len: 0,
             })
         });
-        peer.len = peer.addr.len() as u32;
+        peer.len = size_of::<SocketAddrStorage>() as SocketAddrLen;
         let flags = rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC;
         let sqe = opcode::Accept::new(
             types::Fd(slot.fd),
@@ -845,10 +810,9 @@ impl State {
                 .completion()
                 .map(|c| (c.user_data(), c.result(), c.flags())),
         );
-        for &(data, result, flags) in &completions {
+        for (data, result, flags) in completions.drain(..) {
             self.complete_one(data, result, flags);
         }
-        completions.clear();
         self.completions = completions;
     }
 
@@ -864,7 +828,7 @@ impl State {
         if token as u64 == NOTIFIER_TOKEN {
             // Also after a lost arm: the executor then reads the eventfd and checks its inbox.
             self.notified = true;
-            if last && result != -libc_errno::ECANCELED {
+            if last && result != -ECANCELED {
                 self.arm_notifier();
             }
             return;
@@ -914,12 +878,12 @@ impl State {
                     }
                 } else if result == 0 {
                     slot.recv_end = Some(0);
-                } else if result == -libc_errno::ENOBUFS {
+                } else if result == -ENOBUFS {
                     if !dropped && !slot.starved {
                         slot.starved = true;
                         self.starved.push(token);
                     }
-                } else if result < 0 && result != -libc_errno::ECANCELED {
+                } else if result < 0 && result != -ECANCELED {
                     slot.recv_end = Some(-result);
                 }
             }
@@ -948,12 +912,16 @@ impl State {
                     // SAFETY: the kernel returned a new descriptor that nothing else owns.
                     let fd = unsafe { OwnedFd::from_raw_fd(result) };
                     let peer = slot.peer.as_ref().expect("an accept's address buffer");
-                    let len = (peer.len as usize).min(peer.addr.len());
                     if !dropped {
-                        let accepted = socket_addr(&peer.addr[..len]).map(|addr| (fd, addr));
-                        slot.accepted.push_back(accepted);
+                        // SAFETY: `peer.addr` is initialized (zeroed, then written by the
+                        // accept) and at least `len` long.
+                        let addr = unsafe { SocketAddrAny::read(peer.addr.as_ptr(), peer.len) };
+                        let addr = SocketAddr::try_from(addr).map_err(|_| {
+                            io::Error::other("accepted socket without an IP peer address")
+                        });
+                        slot.accepted.push_back(addr.map(|addr| (fd, addr)));
                     }
-                } else if result != -libc_errno::ECANCELED && !dropped {
+                } else if result != -ECANCELED && !dropped {
                     let error = io::Error::from_raw_os_error(-result);
                     slot.accepted.push_back(Err(error));
                 }
@@ -996,14 +964,8 @@ impl Drop for Reactor {
                 let _ = st.ring.submit(); // the closes queued last
                 break;
             }
-            match submit_and_wait_for(&st.ring, Duration::from_millis(10)) {
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc_errno::ETIME | libc_errno::EINTR)
-                    ) => {}
-                Err(_) => break,
+            if entered(submit_and_wait_for(&st.ring, Duration::from_millis(10))).is_err() {
+                break;
             }
             st.complete();
         }
