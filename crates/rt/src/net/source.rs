@@ -29,11 +29,12 @@ pub(crate) struct Source {
 }
 
 impl Source {
-    /// Registers a connected stream (already non-blocking), assuming it is ready both ways
-    /// until told otherwise.
+    /// Registers a socket (already non-blocking) of `kind`, assuming it is ready both ways
+    /// until told otherwise: a connected stream, a listener (readiness only, on either driver),
+    /// or a TCP listener (see [`Source::poll_accept`]).
     /// `shared`: the fd came from the user (`from_std`), who may hold a duplicate of it.
-    pub(crate) fn new(fd: OwnedFd, shared: bool) -> io::Result<Source> {
-        Self::register(fd, READABLE | WRITABLE, Kind::Stream, shared)
+    pub(crate) fn new(fd: OwnedFd, kind: Kind, shared: bool) -> io::Result<Source> {
+        Self::register(fd, READABLE | WRITABLE, kind, shared)
     }
 
     /// Registers a stream whose non-blocking `connect` is in progress, and waits for the
@@ -46,16 +47,6 @@ impl Source {
             Ok(()) => Ok(source),
             Err(e) => Err(e.into()),
         }
-    }
-
-    /// Registers a listener: readiness only, on either driver.
-    pub(crate) fn listener(fd: OwnedFd) -> io::Result<Source> {
-        Self::register(fd, READABLE | WRITABLE, Kind::Readiness, false)
-    }
-
-    /// Registers a TCP listener: see [`Source::poll_accept`]. `shared` as in [`Source::new`].
-    pub(crate) fn tcp_listener(fd: OwnedFd, shared: bool) -> io::Result<Source> {
-        Self::register(fd, READABLE | WRITABLE, Kind::Acceptor, shared)
     }
 
     /// Accepts through the ring (a TCP listener on io_uring); `None` on epoll, where the caller

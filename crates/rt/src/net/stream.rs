@@ -14,7 +14,7 @@ use rustix::net::addr::SocketAddrArg;
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
 
 use super::source::Source;
-use crate::reactor::Direction;
+use crate::reactor::{Direction, Kind};
 
 /// A connected stream socket registered with the current worker: a
 /// [`TcpStream`](super::TcpStream) (`Stream<Tcp>`) or a [`UnixStream`](super::UnixStream)
@@ -37,7 +37,7 @@ pub enum Unix {}
 impl<P> Stream<P> {
     /// Registers a connected socket; `shared` as in [`Source::new`].
     pub(super) fn new(fd: OwnedFd, shared: bool) -> io::Result<Stream<P>> {
-        Ok(Stream::from_source(Source::new(fd, shared)?))
+        Ok(Stream::from_source(Source::new(fd, Kind::Stream, shared)?))
     }
 
     fn from_source(source: Source) -> Stream<P> {

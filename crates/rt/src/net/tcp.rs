@@ -10,7 +10,7 @@ use rustix::net::{sockopt, AddressFamily, SocketFlags};
 
 use super::source::Source;
 use super::stream::{socket, Stream, Tcp};
-use crate::reactor::Direction;
+use crate::reactor::{Direction, Kind};
 
 /// How a [`TcpListener`] is bound. `SO_REUSEADDR` is always on.
 #[derive(Clone, Debug)]
@@ -57,7 +57,7 @@ impl ListenOptions {
     /// Binds a listener on the current worker.
     pub fn bind(&self, addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
         Ok(TcpListener {
-            source: Source::tcp_listener(self.bind_fd(addr)?, false)?,
+            source: Source::new(self.bind_fd(addr)?, Kind::Acceptor, false)?,
         })
     }
 
@@ -112,7 +112,7 @@ impl TcpListener {
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
         Ok(TcpListener {
-            source: Source::tcp_listener(OwnedFd::from(listener), true)?,
+            source: Source::new(OwnedFd::from(listener), Kind::Acceptor, true)?,
         })
     }
 

@@ -9,7 +9,7 @@ use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 
 use super::source::Source;
 use super::stream::{socket, Stream, Unix};
-use crate::reactor::Direction;
+use crate::reactor::{Direction, Kind};
 
 /// A Unix-domain stream listener registered with the current worker.
 pub struct UnixListener {
@@ -23,7 +23,7 @@ impl UnixListener {
         rustix::net::bind(&fd, &SocketAddrUnix::new(path.as_ref())?)?;
         rustix::net::listen(&fd, 1024)?;
         Ok(UnixListener {
-            source: Source::listener(fd)?,
+            source: Source::new(fd, Kind::Readiness, false)?,
         })
     }
 

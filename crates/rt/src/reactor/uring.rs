@@ -429,13 +429,10 @@ impl Reactor {
         if !st.sources[token].armed(OP_ACCEPT) {
             st.arm_accept(token);
         }
-        match accepted {
-            Some(accepted) => Poll::Ready(accepted),
-            None => {
-                st.sources[token].io.wait(Direction::Read, cx);
-                Poll::Pending
-            }
+        if accepted.is_none() {
+            st.sources[token].io.wait(Direction::Read, cx);
         }
+        accepted.map_or(Poll::Pending, Poll::Ready)
     }
 
     /// Copies received bytes into `sink` (which takes what fits and returns how much) until it
@@ -789,12 +786,10 @@ impl State {
             return;
         }
         for token in std::mem::take(&mut self.starved) {
-            let Some(slot) = self.sources.get_mut(token) else {
+            // Skips slots freed (and reused) meanwhile.
+            let Some(slot) = self.sources.get_mut(token).filter(|s| s.starved) else {
                 continue;
             };
-            if !slot.starved {
-                continue; // freed and reused meanwhile
-            }
             slot.starved = false;
             if slot.owned.is_none() && !slot.armed(OP_RECV) && slot.recv_end.is_none() {
                 self.arm_recv(token);
