@@ -178,13 +178,7 @@ impl<P> Stream<P> {
 
     /// Polls a write of `buf`.
     pub fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        if self.source.uring {
-            return self.source.poll_send(Some(cx), &[IoSlice::new(buf)]);
-        }
-        self.source
-            .poll_stream_io(cx, Direction::Write, buf.len(), |fd| {
-                rustix::io::write(fd, buf)
-            })
+        self.poll_write_vectored(cx, &[IoSlice::new(buf)])
     }
 
     fn poll_write_vectored(
@@ -304,34 +298,43 @@ impl<P> tokio::io::AsyncRead for Stream<P> {
     }
 }
 
+/// The methods `tokio::io::AsyncWrite` and `futures_io::AsyncWrite` share, forwarded to the
+/// stream's own; `$close` is the one that flushes and shuts down the write half.
+#[cfg(any(feature = "tokio-io", feature = "futures-io"))]
+macro_rules! forward_async_write {
+    ($close:ident) => {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Stream::poll_write(&self, cx, buf)
+        }
+
+        fn poll_write_vectored(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            bufs: &[IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            Stream::poll_write_vectored(&self, cx, bufs)
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            self.source.poll_flush(cx)
+        }
+
+        fn $close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            self.poll_shutdown_write(cx)
+        }
+    };
+}
+
 #[cfg(feature = "tokio-io")]
 impl<P> tokio::io::AsyncWrite for Stream<P> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Stream::poll_write(&self, cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Stream::poll_write_vectored(&self, cx, bufs)
-    }
+    forward_async_write!(poll_shutdown);
 
     fn is_write_vectored(&self) -> bool {
         true
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.source.poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.poll_shutdown_write(cx)
     }
 }
 
@@ -348,27 +351,5 @@ impl<P> futures_io::AsyncRead for Stream<P> {
 
 #[cfg(feature = "futures-io")]
 impl<P> futures_io::AsyncWrite for Stream<P> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Stream::poll_write(&self, cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Stream::poll_write_vectored(&self, cx, bufs)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.source.poll_flush(cx)
-    }
-
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.poll_shutdown_write(cx)
-    }
+    forward_async_write!(poll_close);
 }
