@@ -72,7 +72,6 @@ struct Header {
 }
 
 struct TaskSlot {
-    id: TaskId,
     header: Arc<Header>,
     waker: Waker,
     future: RefCell<Pin<Box<dyn Future<Output = ()>>>>,
@@ -238,7 +237,6 @@ impl Core {
         let waker = Waker::from(header.clone());
         completion.set_task_waker(waker.clone());
         entry.insert(Rc::new(TaskSlot {
-            id,
             header,
             waker,
             future: RefCell::new(Box::pin(TaskFuture::new(future, completion))),
@@ -249,7 +247,7 @@ impl Core {
 
     fn poll_task(&self, id: TaskId) {
         let slot = match self.tasks.borrow().get(id.index()) {
-            Some(slot) if slot.id == id => slot.clone(),
+            Some(slot) if slot.header.id == id => slot.clone(),
             _ => return, // finished already; a stale wake
         };
         slot.header.scheduled.store(false, Ordering::Release);

@@ -53,12 +53,9 @@ impl Timers {
     pub(crate) fn fire_due(&self, now: Instant) {
         loop {
             let mut entries = self.entries.borrow_mut();
-            let Some(entry) = entries.first_entry() else {
+            let Some(entry) = entries.first_entry().filter(|e| e.key().0 <= now) else {
                 return;
             };
-            if entry.key().0 > now {
-                return;
-            }
             let waker = entry.remove();
             drop(entries);
             waker.wake();
@@ -136,10 +133,11 @@ impl Future for Sleep {
         }
         // An entry leaves the map only once its deadline passed (checked just above), so a
         // registered entry is still there and only its waker may need a refresh.
-        if let Some((_, id)) = &self.entry {
-            if *id == WakerId::of(cx.waker()) {
-                return Poll::Pending;
-            }
+        if self
+            .entry
+            .is_some_and(|(_, id)| id == WakerId::of(cx.waker()))
+        {
+            return Poll::Pending;
         }
         let deadline = self.deadline;
         let key = with_core(|core| match &self.entry {

@@ -12,7 +12,7 @@ use std::cell::{Cell, RefCell};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rustix::event::epoll;
 use rustix::time::Timespec;
@@ -123,15 +123,9 @@ impl Reactor {
         let timeout = deadline.map(|d| {
             // Rounded up to whole milliseconds (what epoll_wait takes) so a timer is never
             // polled early and spun on.
-            let ms = d
-                .saturating_duration_since(Instant::now())
-                .as_nanos()
-                .div_ceil(1_000_000);
-            let ms = ms.min(i32::MAX as u128) as i64;
-            Timespec {
-                tv_sec: ms / 1000,
-                tv_nsec: (ms % 1000) * 1_000_000,
-            }
+            let wait = d.saturating_duration_since(Instant::now());
+            let ms = wait.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128);
+            Timespec::try_from(Duration::from_millis(ms as u64)).expect("fits a timespec")
         });
         let mut events = self.events.borrow_mut();
         events.clear();
