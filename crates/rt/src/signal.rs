@@ -52,11 +52,8 @@ impl Latch {
     /// Ready with the value once set; else `cx`'s waker is kept in the entry `key` names (made
     /// on the first wait).
     pub(crate) fn poll(&self, key: &mut Option<usize>, cx: &Context<'_>) -> Poll<i32> {
-        if self.get() != 0 {
-            return Poll::Ready(self.get());
-        }
+        // Checked under the lock: `set` stores before it drains, so no wake is missed.
         let mut waiters = self.waiters();
-        // Checked again under the lock: `set` stores before it drains.
         if self.get() != 0 {
             return Poll::Ready(self.get());
         }

@@ -191,17 +191,13 @@ impl<F: Future> Future for TaskFuture<F> {
             // cancellation, after the future's destructor ran.
             return Poll::Ready(());
         }
-        match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(out)) => {
-                completion.state.complete(Ok(out));
-                Poll::Ready(())
-            }
-            Err(payload) => {
-                completion.state.complete(Err(JoinError::panic(payload)));
-                Poll::Ready(())
-            }
-        }
+        let result = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(out)) => Ok(out),
+            Err(payload) => Err(JoinError::panic(payload)),
+        };
+        completion.state.complete(result);
+        Poll::Ready(())
     }
 }
 

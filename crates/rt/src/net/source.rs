@@ -43,10 +43,8 @@ impl Source {
         // Not writable until the handshake completes; readable is fine to assume.
         let source = Self::register(fd, READABLE, Kind::Stream, false)?;
         source.ready(Direction::Write).await;
-        match rustix::net::sockopt::socket_error(&source)? {
-            Ok(()) => Ok(source),
-            Err(e) => Err(e.into()),
-        }
+        rustix::net::sockopt::socket_error(&source)??;
+        Ok(source)
     }
 
     /// Accepts through the ring (a TCP listener on io_uring); `None` on epoll, where the caller
@@ -144,10 +142,8 @@ impl Source {
         op: impl FnMut(&OwnedFd) -> rustix::io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
         let result = self.poll_io(cx, dir, op);
-        if let Poll::Ready(Ok(n)) = result {
-            if n > 0 && n < len {
-                self.clear_ready(dir);
-            }
+        if matches!(result, Poll::Ready(Ok(n)) if n > 0 && n < len) {
+            self.clear_ready(dir);
         }
         result
     }

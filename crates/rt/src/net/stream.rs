@@ -240,10 +240,8 @@ impl<P> Stream<P> {
 
     /// Flushes, then shuts down the write half.
     fn poll_shutdown_write(&self, cx: &Context<'_>) -> Poll<io::Result<()>> {
-        match self.source.poll_flush(cx) {
-            Poll::Ready(Ok(())) => Poll::Ready(self.shutdown(Shutdown::Write)),
-            other => other,
-        }
+        std::task::ready!(self.source.poll_flush(cx))?;
+        Poll::Ready(self.shutdown(Shutdown::Write))
     }
 }
 
