@@ -399,19 +399,6 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
         .trailers
         .filter(|_| !no_body && version != Version::HTTP_10);
     match body.kind {
-        OutBody::Full(bytes) if trailers.is_some() => {
-            let mut w = io.write_buf.borrow_mut();
-            encode_head(
-                &mut w,
-                worker,
-                version,
-                &response,
-                Framing::Chunked,
-                keep_alive,
-            );
-            volt_proto::write_chunk(&mut w, &bytes);
-            volt_proto::write_last_chunk(&mut w, trailers.and_then(Trailers::take).as_ref());
-        }
         OutBody::Full(bytes) => {
             // No `Content-Length` on 1xx and 204 (RFC 9112 §6.1), nor on 304, where it would
             // have to be the length of the 200 the server does not know (RFC 9110 §8.6).
@@ -419,16 +406,16 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
                 && status != StatusCode::NOT_MODIFIED
                 && !status.is_informational())
             .then_some(bytes.len() as u64);
+            let framing = match trailers {
+                Some(_) => Framing::Chunked,
+                None => Framing::Length(len),
+            };
             let mut w = io.write_buf.borrow_mut();
-            encode_head(
-                &mut w,
-                worker,
-                version,
-                &response,
-                Framing::Length(len),
-                keep_alive,
-            );
-            if !no_body {
+            encode_head(&mut w, worker, version, &response, framing, keep_alive);
+            if let Some(trailers) = trailers {
+                volt_proto::write_chunk(&mut w, &bytes);
+                volt_proto::write_last_chunk(&mut w, trailers.take().as_ref());
+            } else if !no_body {
                 w.extend_from_slice(&bytes);
             }
         }
