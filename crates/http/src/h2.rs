@@ -101,7 +101,7 @@ struct Driver<C, F> {
     idle_since: Option<Instant>,
     /// Since when output has been waiting for the socket.
     write_since: Option<Instant>,
-    /// The write side is shut (after a connection error's GOAWAY).
+    /// The write side is shut (closing, after the last GOAWAY).
     shut_down: bool,
 }
 
@@ -111,8 +111,9 @@ enum Phase {
     Serving,
     /// GOAWAY sent (shutdown, idle, or the client's GOAWAY): streams already open finish.
     Draining,
-    /// A connection error: GOAWAY is being written, then the connection closes.
-    Failed(Instant),
+    /// Closing since the instant: the last GOAWAY is being written, then the write side shuts
+    /// and input is discarded until the client closes (see [`Driver::poll_close`]).
+    Closing(Instant),
     /// The client went away or the socket failed.
     Gone,
 }
@@ -240,10 +241,13 @@ where
             again |= self.poll_handlers();
             again |= self.pump(cx);
             self.poll_write(cx);
-            if let Phase::Failed(at) = self.phase {
+            if self.phase == Phase::Draining && self.drained() {
+                self.phase = Phase::Closing(Instant::now());
+            }
+            if let Phase::Closing(at) = self.phase {
                 self.poll_close(at, cx);
             }
-            if self.finished() {
+            if self.phase == Phase::Gone {
                 self.close();
                 return Poll::Ready(());
             }
@@ -291,7 +295,7 @@ where
                 Ok(Some(event)) => self.on_event(event, cx),
                 Ok(None) => return,
                 Err(_) => {
-                    self.phase = Phase::Failed(Instant::now());
+                    self.phase = Phase::Closing(Instant::now());
                     self.drop_tasks();
                     return;
                 }
@@ -724,8 +728,9 @@ where
         self.write_since = None;
     }
 
-    /// After a connection error, once the GOAWAY is written: shuts the write side, then reads
-    /// and discards what the client still sends until it closes too (or [`CALM_DOWN`] passes).
+    /// Once the last GOAWAY is written (after a connection error, or when a draining
+    /// connection is done): shuts the write side (over TLS: `close_notify`), then reads and
+    /// discards what the client still sends until it closes too (or [`CALM_DOWN`] passes).
     /// Closing with its bytes unread would reset the connection, and a reset can destroy the
     /// GOAWAY before the client reads it.
     fn poll_close(&mut self, at: Instant, cx: &mut Context<'_>) {
@@ -755,15 +760,9 @@ where
         }
     }
 
-    /// Whether the connection is over (the last output is written, or cannot be).
-    fn finished(&self) -> bool {
-        let flushed = self.out.is_empty();
-        match self.phase {
-            Phase::Gone => true,
-            Phase::Failed(_) => false,
-            Phase::Draining => flushed && self.tasks.is_empty() && self.conn.open_streams() == 0,
-            Phase::Serving => false,
-        }
+    /// Whether a draining connection is done: every stream answered, the output written.
+    fn drained(&self) -> bool {
+        self.out.is_empty() && self.tasks.is_empty() && self.conn.open_streams() == 0
     }
 
     /// Deadlines: the handshake, idleness, a stalled write, draining a body, the GOAWAY
@@ -794,7 +793,7 @@ where
             consider(self.idle_since.map(|t| t + config.idle_timeout));
         }
         consider(self.write_since.map(|t| t + config.write_timeout));
-        if let Phase::Failed(at) = self.phase {
+        if let Phase::Closing(at) = self.phase {
             consider(Some(at + CALM_DOWN));
         }
         for task in &self.tasks {
@@ -825,7 +824,7 @@ where
             self.phase = Phase::Gone;
             return;
         }
-        if let Phase::Failed(at) = self.phase {
+        if let Phase::Closing(at) = self.phase {
             if now >= at + CALM_DOWN {
                 self.phase = Phase::Gone;
             }
