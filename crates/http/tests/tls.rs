@@ -52,6 +52,23 @@ fn http1_get(tls: &mut TlsClient) -> String {
 }
 
 #[test]
+fn http2_over_tls_ends_with_close_notify() {
+    let certs = certs();
+    let server = start(&certs);
+    let config = client_config(&[&certs.a.2], &[b"h2"]);
+    let mut tls = tls_connect(server.addr(), config, "a.test").unwrap();
+    // The client says goodbye at once; the server answers with its own GOAWAY and closes.
+    let mut hello = client_start();
+    hello.extend(frame(GOAWAY, 0, 0, &[0; 8]));
+    tls.write_all(&hello).unwrap();
+    let mut out = Vec::new();
+    tls.read_to_end(&mut out)
+        .expect("the server ends the session with close_notify");
+    let goaway = out.windows(4).any(|w| w == [0, 0, 8, GOAWAY]);
+    assert!(goaway, "a GOAWAY frame in {out:?}");
+}
+
+#[test]
 fn alpn_h2_serves_http2() {
     let certs = certs();
     let server = start(&certs);
