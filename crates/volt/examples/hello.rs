@@ -6,7 +6,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use volt::{get, post, CertKey, Error, Json, Request, Router, Server, TlsConfig};
+use volt::{get, post, Error, Json, Request, Router, Server};
+
+#[path = "common/tls.rs"]
+mod tls;
 
 #[derive(Default)]
 struct Stats {
@@ -40,31 +43,19 @@ fn main() -> std::io::Result<()> {
         .route("/echo", post(echo))
         .state(Stats::default());
     let mut addr = "127.0.0.1:8080".to_string();
-    let (mut cert, mut key) = (None, None);
+    let mut tls = tls::TlsFiles::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--addr" => addr = args.next().expect("--addr needs HOST:PORT"),
-            "--tls-cert" => cert = Some(args.next().expect("--tls-cert needs a PEM file")),
-            "--tls-key" => key = Some(args.next().expect("--tls-key needs a PEM file")),
+            "--tls-cert" | "--tls-key" => tls.read(&arg, &mut args),
             other => {
                 eprintln!("unknown argument `{other}`; usage: hello [--addr HOST:PORT] [--tls-cert FILE --tls-key FILE]");
                 std::process::exit(2);
             }
         }
     }
-    let mut server = Server::bind(addr.as_str())?;
-    let scheme = match (cert, key) {
-        (Some(cert), Some(key)) => {
-            server = server.tls(TlsConfig::new(CertKey::from_pem_files(cert, key)?).build()?);
-            "https"
-        }
-        (None, None) => "http",
-        _ => {
-            eprintln!("--tls-cert and --tls-key go together");
-            std::process::exit(2);
-        }
-    };
+    let (server, scheme) = tls.apply(Server::bind(addr.as_str())?)?;
     println!(
         "listening on {scheme}://{} (I/O: {})",
         server.local_addr(),

@@ -6,7 +6,10 @@
 //! HTTP/2 with prior knowledge works on the plain port as it is; `--tls-cert FILE --tls-key FILE`
 //! (PEM) serves HTTPS instead, with HTTP/2 or HTTP/1.1 by ALPN.
 
-use volt::{get, CertKey, Json, Router, Server, TlsConfig};
+use volt::{get, Json, Router, Server};
+
+#[path = "common/tls.rs"]
+mod tls;
 
 #[derive(serde::Serialize)]
 struct Message {
@@ -16,8 +19,7 @@ struct Message {
 fn main() -> std::io::Result<()> {
     let mut addr = "127.0.0.1:8080".to_string();
     let mut workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut tls_cert = None;
-    let mut tls_key = None;
+    let mut tls = tls::TlsFiles::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -28,8 +30,7 @@ fn main() -> std::io::Result<()> {
                     .and_then(|n| n.parse().ok())
                     .expect("--workers needs a number")
             }
-            "--tls-cert" => tls_cert = Some(args.next().expect("--tls-cert needs a PEM file")),
-            "--tls-key" => tls_key = Some(args.next().expect("--tls-key needs a PEM file")),
+            "--tls-cert" | "--tls-key" => tls.read(&arg, &mut args),
             other => {
                 eprintln!("unknown argument `{other}`; usage: techempower [--addr HOST:PORT] [--workers N] [--tls-cert FILE --tls-key FILE]");
                 std::process::exit(2);
@@ -49,18 +50,7 @@ fn main() -> std::io::Result<()> {
                 })
             }),
         );
-    let mut server = Server::bind(addr.as_str())?.workers(workers);
-    let scheme = match (tls_cert, tls_key) {
-        (Some(cert), Some(key)) => {
-            server = server.tls(TlsConfig::new(CertKey::from_pem_files(cert, key)?).build()?);
-            "https"
-        }
-        (None, None) => "http",
-        _ => {
-            eprintln!("--tls-cert and --tls-key go together");
-            std::process::exit(2);
-        }
-    };
+    let (server, scheme) = tls.apply(Server::bind(addr.as_str())?.workers(workers))?;
     eprintln!(
         "techempower: {scheme}://{} with {workers} worker(s), on {}",
         server.local_addr(),

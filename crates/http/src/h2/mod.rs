@@ -22,6 +22,13 @@
 //! Defences live in the state machine (floods of control frames, empty frames, CONTINUATION,
 //! rapid reset, provoked resets: see `volt_proto::h2::server`); a client that trips one gets
 //! GOAWAY and its connection is closed once that is written.
+//!
+//! This module holds the connection loop ([`Driver`]), the streams' tasks and timers, and the
+//! conversion of a decoded head into a [`Request`]. [`inbox`] carries request bodies from the
+//! connection to the handlers; [`response`] encodes response heads and pumps bodies out.
+
+mod inbox;
+mod response;
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -35,7 +42,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::BytesMut;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Method, StatusCode, Version};
 use volt_proto::h2::frame::Reason;
@@ -43,7 +50,6 @@ use volt_proto::h2::server::{Connection, Event, Head, Settings};
 use volt_proto::RequestHead;
 use volt_rt::time::{sleep_until, Sleep};
 
-use crate::body::{BodyKind, BodyStream, Trailers};
 use crate::config::Config;
 use crate::conn::{give_parts, take_parts};
 use crate::request::{Parts, RequestBody};
@@ -52,6 +58,10 @@ use crate::server::Worker;
 use crate::service::Service;
 use crate::transport::Transport;
 use crate::{Error, Request};
+
+pub(crate) use inbox::H2Body;
+use inbox::{BodyEnd, Inbox};
+use response::Outgoing;
 
 /// Reading stops while this much output waits for the socket.
 const FLUSH_AT: usize = 64 * 1024;
@@ -134,26 +144,6 @@ struct Task<F> {
     drain_deadline: Option<Instant>,
 }
 
-/// What is left of a response.
-enum Outgoing {
-    /// The handler is still running.
-    Waiting,
-    /// An in-memory body waiting for window, then the trailers.
-    Full {
-        data: Bytes,
-        trailers: Option<Trailers>,
-    },
-    /// A streamed body: the chunk in hand, then the rest.
-    Stream {
-        body: BodyStream,
-        len: Option<u64>,
-        sent: u64,
-        chunk: Bytes,
-        trailers: Option<Trailers>,
-    },
-    Done,
-}
-
 /// Wakes the connection task and marks its stream's handler as worth polling.
 struct StreamWaker {
     woken: AtomicBool,
@@ -168,35 +158,6 @@ impl Wake for StreamWaker {
     fn wake_by_ref(self: &Arc<Self>) {
         self.woken.store(true, Ordering::Release);
         self.conn.wake_by_ref();
-    }
-}
-
-/// A request body on its way from the connection to the handler.
-pub(crate) struct Inbox {
-    chunks: VecDeque<Bytes>,
-    end: BodyEnd,
-    /// Bytes the handler took since the connection last gave the window back.
-    consumed: usize,
-    /// The handler waiting for the next chunk.
-    reader: Option<Waker>,
-    /// The connection task, woken to give back window.
-    conn: Waker,
-}
-
-/// How a request body ends.
-enum BodyEnd {
-    Open,
-    Ended,
-    Trailers(HeaderMap),
-    /// The stream was reset (or the connection lost) before the end.
-    Reset,
-}
-
-impl Inbox {
-    fn wake_reader(&mut self) {
-        if let Some(w) = self.reader.take() {
-            w.wake();
-        }
     }
 }
 
@@ -393,121 +354,6 @@ where
         self.respond(task, response);
     }
 
-    /// Sends what it can of `response` now; a task keeps what is left.
-    fn respond(&mut self, mut task: Task<F>, mut response: Response) {
-        task.out = self.start_response(task.id, task.is_head, &mut response);
-        self.pump_task(&mut task, None);
-        if self.task_finished(&mut task) {
-            self.retire(task);
-        } else {
-            self.idle_since = None;
-            self.tasks.push(task);
-        }
-    }
-
-    /// Encodes the response head; returns what is left to send.
-    fn start_response(&mut self, id: u32, is_head: bool, response: &mut Response) -> Outgoing {
-        let body = response.take_body();
-        let status = response.status;
-        let bodiless_status = status.is_informational()
-            || status == StatusCode::NO_CONTENT
-            || status == StatusCode::NOT_MODIFIED;
-        let no_body = is_head || bodiless_status;
-        let trailers = body.trailers;
-        let length = body_len(&body.kind).filter(|_| !bodiless_status);
-        let (out, end_now) = match body.kind {
-            BodyKind::Full(data) => {
-                let data = if no_body { Bytes::new() } else { data };
-                let end = data.is_empty() && trailers.is_none();
-                (Outgoing::Full { data, trailers }, end)
-            }
-            BodyKind::Stream { .. } if no_body => (
-                Outgoing::Full {
-                    data: Bytes::new(),
-                    trailers: None,
-                },
-                true,
-            ),
-            BodyKind::Stream { stream, len } => (
-                Outgoing::Stream {
-                    body: stream,
-                    len,
-                    sent: 0,
-                    chunk: Bytes::new(),
-                    trailers,
-                },
-                false,
-            ),
-        };
-        let worker = &*self.worker;
-        let Some(mut block) = self.conn.headers(id, &mut self.out) else {
-            return Outgoing::Done;
-        };
-        block.status(status.as_u16());
-        if let Some(ct) = &response.content_type {
-            block.field(b"content-type", ct.as_bytes());
-        }
-        for (name, value) in &response.headers {
-            if !is_managed(name) {
-                block.field(name.as_str().as_bytes(), value.as_bytes());
-            }
-        }
-        if let Some(name) = &worker.config.server_name {
-            block.field(b"server", name.as_bytes());
-        }
-        worker.with_date(|date| block.field(b"date", date));
-        if let Some(n) = length {
-            block.field(b"content-length", itoa::Buffer::new().format(n).as_bytes());
-        }
-        block.finish(end_now);
-        if end_now {
-            Outgoing::Done
-        } else {
-            out
-        }
-    }
-
-    /// Request body bytes: to the handler, or drained once it is done.
-    fn on_data(&mut self, id: u32, data: Bytes, end_stream: bool) {
-        let Some(i) = self.task(id) else {
-            // The response is complete and nothing waits for the body: drain it.
-            self.conn.release(id, data.len(), &mut self.out);
-            return;
-        };
-        let task = &mut self.tasks[i];
-        match &task.inbox {
-            Some(inbox) if task.handler.is_some() || Rc::strong_count(inbox) > 1 => {
-                let mut inbox = inbox.borrow_mut();
-                if !data.is_empty() {
-                    inbox.chunks.push_back(data);
-                }
-                if end_stream {
-                    inbox.end = BodyEnd::Ended;
-                }
-                inbox.wake_reader();
-            }
-            _ => {
-                task.drained += data.len() as u64;
-                self.conn.release(id, data.len(), &mut self.out);
-                if task.drained > self.worker.config.max_drain_bytes {
-                    self.conn.reset(id, Reason::CANCEL, &mut self.out);
-                }
-            }
-        }
-        self.settle(id);
-    }
-
-    fn end_body(&mut self, id: u32, end: BodyEnd) {
-        if let Some(i) = self.task(id) {
-            if let Some(inbox) = &self.tasks[i].inbox {
-                let mut inbox = inbox.borrow_mut();
-                inbox.end = end;
-                inbox.wake_reader();
-            }
-            self.settle(id);
-        }
-    }
-
     /// Removes stream `id`'s task if nothing is left to do for it.
     fn settle(&mut self, id: u32) {
         if let Some(i) = self.task(id) {
@@ -600,108 +446,6 @@ where
             finished = true;
         }
         finished
-    }
-
-    /// Sends pending response data as the windows allow and gives request-body window back.
-    /// True if the output filled up while there was more to send (write, then come back).
-    fn pump(&mut self, cx: &mut Context<'_>) -> bool {
-        let mut i = 0;
-        while i < self.tasks.len() {
-            if self.out.len() >= FLUSH_AT {
-                return true;
-            }
-            let mut task = std::mem::replace(&mut self.tasks[i], Task::placeholder());
-            if let Some(inbox) = &task.inbox {
-                let consumed = std::mem::take(&mut inbox.borrow_mut().consumed);
-                self.conn.release(task.id, consumed, &mut self.out);
-            }
-            self.pump_task(&mut task, Some(cx));
-            if self.task_finished(&mut task) {
-                self.tasks.swap_remove(i);
-                self.retire(task);
-            } else {
-                self.tasks[i] = task;
-                i += 1;
-            }
-        }
-        false
-    }
-
-    /// Sends what the windows allow of `task`'s response. A streamed body is polled for more
-    /// only with `cx` (from the connection loop).
-    fn pump_task(&mut self, task: &mut Task<F>, cx: Option<&mut Context<'_>>) {
-        let id = task.id;
-        if !self.conn.is_open(id) && !matches!(task.out, Outgoing::Waiting) {
-            task.out = Outgoing::Done;
-            return;
-        }
-        match &mut task.out {
-            Outgoing::Waiting | Outgoing::Done => {}
-            Outgoing::Full { data, trailers } => {
-                let n = self
-                    .conn
-                    .send_data(id, data, trailers.is_none(), &mut self.out);
-                data.advance(n);
-                if data.is_empty() {
-                    let trailers = trailers.take();
-                    self.finish_body(id, trailers);
-                    task.out = Outgoing::Done;
-                }
-            }
-            Outgoing::Stream {
-                body,
-                len,
-                sent,
-                chunk,
-                trailers,
-            } => {
-                let Some(cx) = cx else { return };
-                loop {
-                    if !chunk.is_empty() {
-                        let n = self.conn.send_data(id, chunk, false, &mut self.out);
-                        chunk.advance(n);
-                        if !chunk.is_empty() || self.out.len() >= FLUSH_AT {
-                            return;
-                        }
-                    }
-                    match body.as_mut().poll_next(cx) {
-                        Poll::Pending => return,
-                        Poll::Ready(Some(Ok(next))) => {
-                            *sent += next.len() as u64;
-                            if len.is_some_and(|n| *sent > n) {
-                                break;
-                            }
-                            *chunk = next;
-                        }
-                        Poll::Ready(None) if len.is_none_or(|n| *sent == n) => {
-                            let trailers = trailers.take();
-                            self.finish_body(id, trailers);
-                            task.out = Outgoing::Done;
-                            return;
-                        }
-                        Poll::Ready(_) => break,
-                    }
-                }
-                // The stream failed or its length was wrong: the client must not take a
-                // truncated body for a whole one.
-                self.conn.reset(id, Reason::INTERNAL_ERROR, &mut self.out);
-                task.out = Outgoing::Done;
-            }
-        }
-    }
-
-    /// Ends a response body: with the trailers, or an empty DATA frame with END_STREAM.
-    fn finish_body(&mut self, id: u32, trailers: Option<Trailers>) {
-        let Some(fields) = trailers.and_then(Trailers::take) else {
-            self.conn.send_data(id, &[], true, &mut self.out);
-            return;
-        };
-        if let Some(mut block) = self.conn.headers(id, &mut self.out) {
-            for (name, value) in &fields {
-                block.field(name.as_str().as_bytes(), value.as_bytes());
-            }
-            block.finish(true);
-        }
     }
 
     /// Writes the output. On failure or timeout the connection is gone.
@@ -914,13 +658,6 @@ fn internal_error() -> Response {
     Error::new(StatusCode::INTERNAL_SERVER_ERROR, "internal server error").into_response()
 }
 
-fn body_len(kind: &BodyKind) -> Option<u64> {
-    match kind {
-        BodyKind::Full(b) => Some(b.len() as u64),
-        BodyKind::Stream { len, .. } => *len,
-    }
-}
-
 /// Builds volt's [`Request`] from a decoded head: the head's buffer is copied into a pooled
 /// [`Parts`] as an HTTP/1 head would be, the target being `:path` (`:authority` for CONNECT).
 fn to_request(
@@ -993,77 +730,4 @@ fn header_map(head: &Head) -> HeaderMap {
         }
     }
     map
-}
-
-/// A request body arriving on an HTTP/2 stream. Window is given back to the client as the
-/// handler takes each chunk: flow control is the backpressure.
-pub(crate) struct H2Body {
-    inbox: Rc<RefCell<Inbox>>,
-    received: u64,
-    max: u64,
-    timeout: Duration,
-}
-
-impl H2Body {
-    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, Error> {
-        let inbox = &*self.inbox;
-        let next = poll_fn(|cx| {
-            let mut inbox = inbox.borrow_mut();
-            if let Some(chunk) = inbox.chunks.pop_front() {
-                inbox.consumed += chunk.len();
-                inbox.conn.wake_by_ref();
-                return Poll::Ready(Ok(Some(chunk)));
-            }
-            match inbox.end {
-                BodyEnd::Open => {
-                    inbox.reader = Some(cx.waker().clone());
-                    Poll::Pending
-                }
-                BodyEnd::Ended | BodyEnd::Trailers(_) => Poll::Ready(Ok(None)),
-                BodyEnd::Reset => Poll::Ready(Err(Error::bad_request(
-                    "request body: the stream was reset",
-                ))),
-            }
-        });
-        match volt_rt::time::timeout(self.timeout, next).await {
-            Err(_) => Err(Error::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "request body took too long",
-            )),
-            Ok(Ok(Some(data))) => {
-                self.received += data.len() as u64;
-                if self.received > self.max {
-                    return Err(Error::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        format!("request body is over the limit of {} bytes", self.max),
-                    ));
-                }
-                Ok(Some(data))
-            }
-            Ok(other) => other,
-        }
-    }
-
-    /// The trailer fields, once the body has been read to its end.
-    pub(crate) async fn trailers(&mut self) -> Result<Option<HeaderMap>, Error> {
-        while self.chunk().await?.is_some() {}
-        let mut inbox = self.inbox.borrow_mut();
-        match std::mem::replace(&mut inbox.end, BodyEnd::Ended) {
-            BodyEnd::Trailers(map) => Ok(Some(map)),
-            _ => Ok(None),
-        }
-    }
-}
-
-/// Headers HTTP/2 forbids (connection-specific, RFC 9113 §8.2.2) or the server sets itself.
-fn is_managed(name: &HeaderName) -> bool {
-    use http::header::{CONNECTION, CONTENT_LENGTH, DATE, SERVER, TRANSFER_ENCODING, UPGRADE};
-    *name == CONNECTION
-        || *name == TRANSFER_ENCODING
-        || *name == UPGRADE
-        || *name == CONTENT_LENGTH
-        || *name == DATE
-        || *name == SERVER
-        || name.as_str() == "keep-alive"
-        || name.as_str() == "proxy-connection"
 }

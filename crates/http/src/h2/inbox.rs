@@ -1,0 +1,156 @@
+//! Request bodies on their way to the handler: the connection puts each stream's DATA into
+//! its [`Inbox`] (`Driver::on_data`, `Driver::end_body`), and the handler takes it out through
+//! [`H2Body`], which gives the window back to the client as it takes each chunk.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::future::{poll_fn, Future};
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::HeaderMap;
+use http::StatusCode;
+use volt_proto::h2::frame::Reason;
+
+use crate::response::Response;
+use crate::{Error, Request};
+
+use super::Driver;
+
+/// A request body on its way from the connection to the handler.
+pub(crate) struct Inbox {
+    pub(super) chunks: VecDeque<Bytes>,
+    pub(super) end: BodyEnd,
+    /// Bytes the handler took since the connection last gave the window back.
+    pub(super) consumed: usize,
+    /// The handler waiting for the next chunk.
+    pub(super) reader: Option<Waker>,
+    /// The connection task, woken to give back window.
+    pub(super) conn: Waker,
+}
+
+/// How a request body ends.
+pub(super) enum BodyEnd {
+    Open,
+    Ended,
+    Trailers(HeaderMap),
+    /// The stream was reset (or the connection lost) before the end.
+    Reset,
+}
+
+impl Inbox {
+    pub(super) fn wake_reader(&mut self) {
+        if let Some(w) = self.reader.take() {
+            w.wake();
+        }
+    }
+}
+
+impl<C, F> Driver<C, F>
+where
+    C: Fn(Request) -> F,
+    F: Future<Output = Response>,
+{
+    /// Request body bytes: to the handler, or drained once it is done.
+    pub(super) fn on_data(&mut self, id: u32, data: Bytes, end_stream: bool) {
+        let Some(i) = self.task(id) else {
+            // The response is complete and nothing waits for the body: drain it.
+            self.conn.release(id, data.len(), &mut self.out);
+            return;
+        };
+        let task = &mut self.tasks[i];
+        match &task.inbox {
+            Some(inbox) if task.handler.is_some() || Rc::strong_count(inbox) > 1 => {
+                let mut inbox = inbox.borrow_mut();
+                if !data.is_empty() {
+                    inbox.chunks.push_back(data);
+                }
+                if end_stream {
+                    inbox.end = BodyEnd::Ended;
+                }
+                inbox.wake_reader();
+            }
+            _ => {
+                task.drained += data.len() as u64;
+                self.conn.release(id, data.len(), &mut self.out);
+                if task.drained > self.worker.config.max_drain_bytes {
+                    self.conn.reset(id, Reason::CANCEL, &mut self.out);
+                }
+            }
+        }
+        self.settle(id);
+    }
+
+    pub(super) fn end_body(&mut self, id: u32, end: BodyEnd) {
+        if let Some(i) = self.task(id) {
+            if let Some(inbox) = &self.tasks[i].inbox {
+                let mut inbox = inbox.borrow_mut();
+                inbox.end = end;
+                inbox.wake_reader();
+            }
+            self.settle(id);
+        }
+    }
+}
+
+/// A request body arriving on an HTTP/2 stream. Window is given back to the client as the
+/// handler takes each chunk: flow control is the backpressure.
+pub(crate) struct H2Body {
+    pub(super) inbox: Rc<RefCell<Inbox>>,
+    pub(super) received: u64,
+    pub(super) max: u64,
+    pub(super) timeout: Duration,
+}
+
+impl H2Body {
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, Error> {
+        let inbox = &*self.inbox;
+        let next = poll_fn(|cx| {
+            let mut inbox = inbox.borrow_mut();
+            if let Some(chunk) = inbox.chunks.pop_front() {
+                inbox.consumed += chunk.len();
+                inbox.conn.wake_by_ref();
+                return Poll::Ready(Ok(Some(chunk)));
+            }
+            match inbox.end {
+                BodyEnd::Open => {
+                    inbox.reader = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+                BodyEnd::Ended | BodyEnd::Trailers(_) => Poll::Ready(Ok(None)),
+                BodyEnd::Reset => Poll::Ready(Err(Error::bad_request(
+                    "request body: the stream was reset",
+                ))),
+            }
+        });
+        match volt_rt::time::timeout(self.timeout, next).await {
+            Err(_) => Err(Error::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "request body took too long",
+            )),
+            Ok(Ok(Some(data))) => {
+                self.received += data.len() as u64;
+                if self.received > self.max {
+                    return Err(Error::new(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        format!("request body is over the limit of {} bytes", self.max),
+                    ));
+                }
+                Ok(Some(data))
+            }
+            Ok(other) => other,
+        }
+    }
+
+    /// The trailer fields, once the body has been read to its end.
+    pub(crate) async fn trailers(&mut self) -> Result<Option<HeaderMap>, Error> {
+        while self.chunk().await?.is_some() {}
+        let mut inbox = self.inbox.borrow_mut();
+        match std::mem::replace(&mut inbox.end, BodyEnd::Ended) {
+            BodyEnd::Trailers(map) => Ok(Some(map)),
+            _ => Ok(None),
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! Responses: the head encoded as a header block, then the body sent as the stream and
+//! connection windows allow ([`Outgoing`] is what is left of it), ended by trailers or an empty
+//! DATA frame with END_STREAM.
+
+use std::future::Future;
+use std::task::{Context, Poll};
+
+use bytes::{Buf, Bytes};
+use http::header::HeaderName;
+use http::StatusCode;
+use volt_proto::h2::frame::Reason;
+
+use crate::body::{BodyKind, BodyStream, Trailers};
+use crate::response::Response;
+use crate::Request;
+
+use super::{Driver, Task, FLUSH_AT};
+
+/// What is left of a response.
+pub(super) enum Outgoing {
+    /// The handler is still running.
+    Waiting,
+    /// An in-memory body waiting for window, then the trailers.
+    Full {
+        data: Bytes,
+        trailers: Option<Trailers>,
+    },
+    /// A streamed body: the chunk in hand, then the rest.
+    Stream {
+        body: BodyStream,
+        len: Option<u64>,
+        sent: u64,
+        chunk: Bytes,
+        trailers: Option<Trailers>,
+    },
+    Done,
+}
+
+impl<C, F> Driver<C, F>
+where
+    C: Fn(Request) -> F,
+    F: Future<Output = Response>,
+{
+    /// Sends what it can of `response` now; a task keeps what is left.
+    pub(super) fn respond(&mut self, mut task: Task<F>, mut response: Response) {
+        task.out = self.start_response(task.id, task.is_head, &mut response);
+        self.pump_task(&mut task, None);
+        if self.task_finished(&mut task) {
+            self.retire(task);
+        } else {
+            self.idle_since = None;
+            self.tasks.push(task);
+        }
+    }
+
+    /// Encodes the response head; returns what is left to send.
+    fn start_response(&mut self, id: u32, is_head: bool, response: &mut Response) -> Outgoing {
+        let body = response.take_body();
+        let status = response.status;
+        let bodiless_status = status.is_informational()
+            || status == StatusCode::NO_CONTENT
+            || status == StatusCode::NOT_MODIFIED;
+        let no_body = is_head || bodiless_status;
+        let trailers = body.trailers;
+        let length = body_len(&body.kind).filter(|_| !bodiless_status);
+        let (out, end_now) = match body.kind {
+            BodyKind::Full(data) => {
+                let data = if no_body { Bytes::new() } else { data };
+                let end = data.is_empty() && trailers.is_none();
+                (Outgoing::Full { data, trailers }, end)
+            }
+            BodyKind::Stream { .. } if no_body => (
+                Outgoing::Full {
+                    data: Bytes::new(),
+                    trailers: None,
+                },
+                true,
+            ),
+            BodyKind::Stream { stream, len } => (
+                Outgoing::Stream {
+                    body: stream,
+                    len,
+                    sent: 0,
+                    chunk: Bytes::new(),
+                    trailers,
+                },
+                false,
+            ),
+        };
+        let worker = &*self.worker;
+        let Some(mut block) = self.conn.headers(id, &mut self.out) else {
+            return Outgoing::Done;
+        };
+        block.status(status.as_u16());
+        if let Some(ct) = &response.content_type {
+            block.field(b"content-type", ct.as_bytes());
+        }
+        for (name, value) in &response.headers {
+            if !is_managed(name) {
+                block.field(name.as_str().as_bytes(), value.as_bytes());
+            }
+        }
+        if let Some(name) = &worker.config.server_name {
+            block.field(b"server", name.as_bytes());
+        }
+        worker.with_date(|date| block.field(b"date", date));
+        if let Some(n) = length {
+            block.field(b"content-length", itoa::Buffer::new().format(n).as_bytes());
+        }
+        block.finish(end_now);
+        if end_now {
+            Outgoing::Done
+        } else {
+            out
+        }
+    }
+
+    /// Sends pending response data as the windows allow and gives request-body window back.
+    /// True if the output filled up while there was more to send (write, then come back).
+    pub(super) fn pump(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut i = 0;
+        while i < self.tasks.len() {
+            if self.out.len() >= FLUSH_AT {
+                return true;
+            }
+            let mut task = std::mem::replace(&mut self.tasks[i], Task::placeholder());
+            if let Some(inbox) = &task.inbox {
+                let consumed = std::mem::take(&mut inbox.borrow_mut().consumed);
+                self.conn.release(task.id, consumed, &mut self.out);
+            }
+            self.pump_task(&mut task, Some(cx));
+            if self.task_finished(&mut task) {
+                self.tasks.swap_remove(i);
+                self.retire(task);
+            } else {
+                self.tasks[i] = task;
+                i += 1;
+            }
+        }
+        false
+    }
+
+    /// Sends what the windows allow of `task`'s response. A streamed body is polled for more
+    /// only with `cx` (from the connection loop).
+    fn pump_task(&mut self, task: &mut Task<F>, cx: Option<&mut Context<'_>>) {
+        let id = task.id;
+        if !self.conn.is_open(id) && !matches!(task.out, Outgoing::Waiting) {
+            task.out = Outgoing::Done;
+            return;
+        }
+        match &mut task.out {
+            Outgoing::Waiting | Outgoing::Done => {}
+            Outgoing::Full { data, trailers } => {
+                let n = self
+                    .conn
+                    .send_data(id, data, trailers.is_none(), &mut self.out);
+                data.advance(n);
+                if data.is_empty() {
+                    let trailers = trailers.take();
+                    self.finish_body(id, trailers);
+                    task.out = Outgoing::Done;
+                }
+            }
+            Outgoing::Stream {
+                body,
+                len,
+                sent,
+                chunk,
+                trailers,
+            } => {
+                let Some(cx) = cx else { return };
+                loop {
+                    if !chunk.is_empty() {
+                        let n = self.conn.send_data(id, chunk, false, &mut self.out);
+                        chunk.advance(n);
+                        if !chunk.is_empty() || self.out.len() >= FLUSH_AT {
+                            return;
+                        }
+                    }
+                    match body.as_mut().poll_next(cx) {
+                        Poll::Pending => return,
+                        Poll::Ready(Some(Ok(next))) => {
+                            *sent += next.len() as u64;
+                            if len.is_some_and(|n| *sent > n) {
+                                break;
+                            }
+                            *chunk = next;
+                        }
+                        Poll::Ready(None) if len.is_none_or(|n| *sent == n) => {
+                            let trailers = trailers.take();
+                            self.finish_body(id, trailers);
+                            task.out = Outgoing::Done;
+                            return;
+                        }
+                        Poll::Ready(_) => break,
+                    }
+                }
+                // The stream failed or its length was wrong: the client must not take a
+                // truncated body for a whole one.
+                self.conn.reset(id, Reason::INTERNAL_ERROR, &mut self.out);
+                task.out = Outgoing::Done;
+            }
+        }
+    }
+
+    /// Ends a response body: with the trailers, or an empty DATA frame with END_STREAM.
+    fn finish_body(&mut self, id: u32, trailers: Option<Trailers>) {
+        let Some(fields) = trailers.and_then(Trailers::take) else {
+            self.conn.send_data(id, &[], true, &mut self.out);
+            return;
+        };
+        if let Some(mut block) = self.conn.headers(id, &mut self.out) {
+            for (name, value) in &fields {
+                block.field(name.as_str().as_bytes(), value.as_bytes());
+            }
+            block.finish(true);
+        }
+    }
+}
+
+fn body_len(kind: &BodyKind) -> Option<u64> {
+    match kind {
+        BodyKind::Full(b) => Some(b.len() as u64),
+        BodyKind::Stream { len, .. } => *len,
+    }
+}
+
+/// Headers HTTP/2 forbids (connection-specific, RFC 9113 §8.2.2) or the server sets itself.
+fn is_managed(name: &HeaderName) -> bool {
+    use http::header::{CONNECTION, CONTENT_LENGTH, DATE, SERVER, TRANSFER_ENCODING, UPGRADE};
+    *name == CONNECTION
+        || *name == TRANSFER_ENCODING
+        || *name == UPGRADE
+        || *name == CONTENT_LENGTH
+        || *name == DATE
+        || *name == SERVER
+        || name.as_str() == "keep-alive"
+        || name.as_str() == "proxy-connection"
+}

@@ -1,0 +1,45 @@
+//! `--tls-cert FILE --tls-key FILE`, the TLS options the examples share: with both PEM files the
+//! server speaks HTTPS (HTTP/2 or HTTP/1.1 by ALPN), with neither plain HTTP.
+//!
+//! An example takes this file in with `#[path = "common/tls.rs"] mod tls;`. Cargo builds each
+//! file at the top of `examples/` as an example of its own; this one, a folder down, it leaves
+//! alone.
+
+use volt::{CertKey, Server, TlsConfig};
+
+/// The certificate and key files named on the command line, if any.
+#[derive(Default)]
+pub struct TlsFiles {
+    cert: Option<String>,
+    key: Option<String>,
+}
+
+impl TlsFiles {
+    /// Takes the file that follows `flag` (`--tls-cert` or `--tls-key`) in `args`.
+    pub fn read(&mut self, flag: &str, args: &mut impl Iterator<Item = String>) {
+        let file = args
+            .next()
+            .unwrap_or_else(|| panic!("{flag} needs a PEM file"));
+        match flag {
+            "--tls-cert" => self.cert = Some(file),
+            "--tls-key" => self.key = Some(file),
+            _ => unreachable!("{flag} is not a TLS option"),
+        }
+    }
+
+    /// `server`, serving HTTPS if both files were named, and its URL scheme. Exits with a
+    /// usage error if only one was.
+    pub fn apply(self, server: Server) -> std::io::Result<(Server, &'static str)> {
+        match (self.cert, self.key) {
+            (Some(cert), Some(key)) => {
+                let tls = TlsConfig::new(CertKey::from_pem_files(cert, key)?).build()?;
+                Ok((server.tls(tls), "https"))
+            }
+            (None, None) => Ok((server, "http")),
+            _ => {
+                eprintln!("--tls-cert and --tls-key go together");
+                std::process::exit(2);
+            }
+        }
+    }
+}
