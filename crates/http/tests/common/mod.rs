@@ -222,7 +222,14 @@ impl Client {
             self.pos = 0;
         }
         let mut chunk = [0u8; 64 * 1024];
-        let n = self.stream.read(&mut chunk)?;
+        let n = loop {
+            // A read with a timeout returns EINTR when the thread is interrupted, and a test
+            // thread that ran `volt_rt::block_on` on io_uring is (the ring's task work).
+            match self.stream.read(&mut chunk) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
         self.buf.extend_from_slice(&chunk[..n]);
         Ok(n)
     }

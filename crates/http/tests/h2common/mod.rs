@@ -160,6 +160,7 @@ pub fn read_until_goaway(stream: &mut TcpStream) -> Option<u32> {
             Ok(0) => return goaway,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
             Err(e) if crate::common::is_reset(&e) => return goaway,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {} // see `Client::fill`
             Err(e) => panic!("reading frames (hung?): {e}"),
         }
     }
