@@ -29,8 +29,11 @@ pub struct Body {
 }
 
 /// Where a body's trailer fields come from.
+///
+/// Boxed, as they are rare: a `HeaderMap` inline would make every [`Body`] and `Response`
+/// (moved several times per request) ~100 bytes larger.
 pub(crate) enum Trailers {
-    Fixed(HeaderMap),
+    Fixed(Box<HeaderMap>),
     /// Set by [`BodySender::send_trailers`] before the body ends.
     Channel(Rc<RefCell<Slot>>),
 }
@@ -39,7 +42,7 @@ impl Trailers {
     /// The fields, once the body has ended.
     pub(crate) fn take(self) -> Option<HeaderMap> {
         match self {
-            Trailers::Fixed(map) => Some(map),
+            Trailers::Fixed(map) => Some(*map),
             Trailers::Channel(slot) => slot.borrow_mut().trailers.take(),
         }
     }
@@ -101,7 +104,7 @@ impl Body {
     /// `Trailer` header naming the fields is the handler's to add. For trailers known only at
     /// the end of a [`Body::channel`], use [`BodySender::send_trailers`].
     pub fn with_trailers(mut self, trailers: HeaderMap) -> Body {
-        self.trailers = Some(Trailers::Fixed(trailers));
+        self.trailers = Some(Trailers::Fixed(Box::new(trailers)));
         self
     }
 
