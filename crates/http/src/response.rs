@@ -1,6 +1,9 @@
 //! Responses: a status, headers and a [`Body`], and the [`IntoResponse`] conversions handlers use.
 
-use bytes::Bytes;
+use std::cell::RefCell;
+use std::io;
+
+use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue};
 use http::StatusCode;
 use serde::Serialize;
@@ -59,25 +62,27 @@ impl Response {
     /// answers 500.
     pub fn json<T: Serialize + ?Sized>(value: &T) -> Response {
         thread_local! {
-            /// Serializer output, reused: the body is then one exact-size copy. (A `Vec` from
-            /// `serde_json::to_vec` has spare capacity, and `Bytes::from` such a `Vec` makes a
-            /// second allocation for its shared header.)
-            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+            /// Serializer output. Each body is split off its front as a `Bytes` that shares the
+            /// allocation; once the bodies before it are dropped (the connection copies a body
+            /// out as soon as the handler returns) the room is reused, so a JSON response
+            /// allocates nothing.
+            static SCRATCH: RefCell<BytesMut> = RefCell::new(BytesMut::with_capacity(SCRATCH_SIZE));
         }
-        /// Larger output is not kept for the next response.
+        /// The scratch buffer's usual size.
+        const SCRATCH_SIZE: usize = 4 * 1024;
+        /// A larger body keeps its allocation to itself, instead of leaving it as scratch.
         const SCRATCH_MAX: usize = 64 * 1024;
         let serialized = SCRATCH.with(|scratch| {
             // Busy only if a `Serialize` impl itself makes a JSON response.
             let Ok(mut scratch) = scratch.try_borrow_mut() else {
                 return serde_json::to_vec(value).map(Bytes::from);
             };
-            scratch.clear();
-            let done = serde_json::to_writer(&mut *scratch, value)
-                .map(|()| Bytes::copy_from_slice(&scratch));
-            if scratch.capacity() > SCRATCH_MAX {
-                *scratch = Vec::new();
+            let written = serde_json::to_writer(Append(&mut scratch), value);
+            let body = scratch.split().freeze();
+            if body.len() > SCRATCH_MAX {
+                *scratch = BytesMut::with_capacity(SCRATCH_SIZE);
             }
-            done
+            written.map(|()| body)
         });
         match serialized {
             Ok(bytes) => Response::new(StatusCode::OK)
@@ -173,6 +178,26 @@ impl Response {
     /// Takes the body, leaving an empty one.
     pub fn take_body(&mut self) -> Body {
         std::mem::replace(&mut self.body, Body::empty())
+    }
+}
+
+/// Writes into a `BytesMut` by appending (`bytes::buf::Writer` goes through `BufMut`, and
+/// measured slower for the serializer's many small writes).
+struct Append<'a>(&'a mut BytesMut);
+
+impl io::Write for Append<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
