@@ -44,18 +44,25 @@ impl Response {
         }
     }
 
+    /// 200 with `content_type` and `body`. Built whole, not by replacing the fields of
+    /// [`Response::new`]'s: dropping the empty body it would replace is not free.
+    fn ok(content_type: HeaderValue, body: Body) -> Response {
+        Response {
+            status: StatusCode::OK,
+            content_type: Some(content_type),
+            headers: Vec::new(),
+            body,
+        }
+    }
+
     /// 200 with a `text/plain` body. A `&'static str` is sent without copying.
     pub fn text(body: impl Into<Body>) -> Response {
-        Response::new(StatusCode::OK)
-            .with_content_type(TEXT)
-            .with_body(body)
+        Response::ok(TEXT, body.into())
     }
 
     /// 200 with a `text/plain; charset=utf-8` body.
     pub fn text_utf8(body: impl Into<Body>) -> Response {
-        Response::new(StatusCode::OK)
-            .with_content_type(TEXT_UTF8)
-            .with_body(body)
+        Response::ok(TEXT_UTF8, body.into())
     }
 
     /// 200 with `value` serialized as `application/json`. A value that fails to serialize
@@ -85,9 +92,7 @@ impl Response {
             written.map(|()| body)
         });
         match serialized {
-            Ok(bytes) => Response::new(StatusCode::OK)
-                .with_content_type(JSON)
-                .with_body(bytes),
+            Ok(bytes) => Response::ok(JSON, bytes.into()),
             Err(e) => crate::Error::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("serializing the response: {e}"),
@@ -98,9 +103,7 @@ impl Response {
 
     /// 200 with an `application/octet-stream` body.
     pub fn bytes(body: impl Into<Body>) -> Response {
-        Response::new(StatusCode::OK)
-            .with_content_type(OCTETS)
-            .with_body(body)
+        Response::ok(OCTETS, body.into())
     }
 
     /// Replaces the status.
