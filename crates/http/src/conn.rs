@@ -386,32 +386,45 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
     if worker.is_shutting_down() || !io.writable.get() || response.asks_to_close() {
         keep_alive = false;
     }
-    let body = response.take_body();
     let status = response.status;
-    let no_body = is_head
-        || status.is_informational()
+    // No framing headers on 1xx and 204 (RFC 9112 §6.1), nor on 304, where `Content-Length`
+    // would have to be that of the 200 the server does not know (RFC 9110 §8.6).
+    let bodiless_status = status.is_informational()
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED;
+    let no_body = is_head || bodiless_status;
     // Trailer fields follow a chunked body (RFC 9112 §7.1.2): a response that has them goes
     // chunked. An HTTP/1.0 client knows no chunked coding, and a bodiless response has no
     // last chunk, so they get none.
-    let trailers = body
+    let trailers = response
+        .body
         .trailers
+        .take()
         .filter(|_| !no_body && version != Version::HTTP_10);
-    match body.kind {
+    let framing = match &response.body.kind {
+        // HEAD keeps the framing headers GET would have had.
+        _ if no_body && !is_head => Framing::Length(None),
+        _ if trailers.is_some() => Framing::Chunked,
+        OutBody::Full(bytes) => Framing::Length((!bodiless_status).then_some(bytes.len() as u64)),
+        OutBody::Stream { len: Some(n), .. } => Framing::Length(Some(*n)),
+        OutBody::Stream { len: None, .. } if version == Version::HTTP_10 => {
+            keep_alive = false;
+            Framing::Close
+        }
+        OutBody::Stream { len: None, .. } => Framing::Chunked,
+    };
+    encode_head(
+        &mut io.write_buf.borrow_mut(),
+        worker,
+        version,
+        &response,
+        framing,
+        keep_alive,
+    );
+    // The body is moved out of the response, not taken (which would leave an empty one to drop).
+    match response.body.kind {
         OutBody::Full(bytes) => {
-            // No `Content-Length` on 1xx and 204 (RFC 9112 §6.1), nor on 304, where it would
-            // have to be the length of the 200 the server does not know (RFC 9110 §8.6).
-            let len = (status != StatusCode::NO_CONTENT
-                && status != StatusCode::NOT_MODIFIED
-                && !status.is_informational())
-            .then_some(bytes.len() as u64);
-            let framing = match trailers {
-                Some(_) => Framing::Chunked,
-                None => Framing::Length(len),
-            };
             let mut w = io.write_buf.borrow_mut();
-            encode_head(&mut w, worker, version, &response, framing, keep_alive);
             if let Some(trailers) = trailers {
                 volt_proto::write_chunk(&mut w, &bytes);
                 volt_proto::write_last_chunk(&mut w, trailers.take().as_ref());
@@ -419,27 +432,7 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
                 w.extend_from_slice(&bytes);
             }
         }
-        OutBody::Stream { stream, len } => {
-            let framing = match (len, version) {
-                // 1xx, 204 and 304 have no body, so no framing headers either (RFC 9112 §6.1,
-                // RFC 9110 §8.6); HEAD keeps the ones GET would have had.
-                _ if no_body && !is_head => Framing::Length(None),
-                _ if trailers.is_some() => Framing::Chunked,
-                (Some(n), _) => Framing::Length(Some(n)),
-                (None, Version::HTTP_10) => {
-                    keep_alive = false;
-                    Framing::Close
-                }
-                (None, _) => Framing::Chunked,
-            };
-            encode_head(
-                &mut io.write_buf.borrow_mut(),
-                worker,
-                version,
-                &response,
-                framing,
-                keep_alive,
-            );
+        OutBody::Stream { stream, .. } => {
             if !no_body && !io.write_stream(stream, framing, trailers).await {
                 return Next::Close;
             }
