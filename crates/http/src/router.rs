@@ -10,6 +10,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use http::{HeaderValue, Method, StatusCode};
 use smallvec::SmallVec;
@@ -374,15 +375,20 @@ impl Default for Router {
 }
 
 impl Service for Router {
-    // Not an `async fn`: the request moves once, into the handler's boxed future, instead of
-    // first into this future's state as well.
+    // The dispatch is itself the future: the request moves once, into the handler's boxed
+    // future, and an answer passes through no extra state machine on its way out.
     fn call(&self, req: Request) -> impl Future<Output = Response> {
-        let dispatch = self.dispatch(req);
-        async move {
-            match dispatch {
-                Dispatch::Handler(fut) => fut.await,
-                Dispatch::Status(status, allow) => status_response(status, allow),
-            }
+        self.dispatch(req)
+    }
+}
+
+impl Future for Dispatch<'_> {
+    type Output = Response;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
+        match self.get_mut() {
+            Dispatch::Handler(fut) => fut.as_mut().poll(cx),
+            Dispatch::Status(status, allow) => Poll::Ready(status_response(*status, *allow)),
         }
     }
 }
