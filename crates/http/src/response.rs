@@ -70,9 +70,10 @@ impl Response {
     pub fn json<T: Serialize + ?Sized>(value: &T) -> Response {
         thread_local! {
             /// Serializer output. Each body is split off its front as a `Bytes` that shares the
-            /// allocation; once the bodies before it are dropped (the connection copies a body
-            /// out as soon as the handler returns) the room is reused, so a JSON response
-            /// allocates nothing.
+            /// allocation; once the bodies before it are dropped (HTTP/1 copies a body out as
+            /// soon as the handler returns) the room is reused, so a JSON response allocates
+            /// nothing. While a body is kept, its block (4 KiB) stays allocated, and the next
+            /// bodies go to a new one.
             static SCRATCH: RefCell<BytesMut> = RefCell::new(BytesMut::with_capacity(SCRATCH_SIZE));
         }
         /// The scratch buffer's usual size.
