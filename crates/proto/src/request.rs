@@ -325,6 +325,7 @@ fn parse_clean(
     head.target = target;
     head.headers.clear();
     let mut framing = Framing::default();
+    let mut fields_left = limits.max_headers;
     // Field lines: field-name ":" OWS field-value OWS CRLF, until the empty line.
     loop {
         if buf.get(pos..pos + 2)? == b"\r\n" {
@@ -336,15 +337,14 @@ fn parse_clean(
             Some((len, _)) => len,
             None => field_name_len(&buf[pos..])?,
         };
-        if head.headers.len() >= limits.max_headers {
-            return None;
-        }
+        fields_left = fields_left.checked_sub(1)?;
         let name = Span {
             start: pos as u32,
             end: (pos + name_len) as u32,
         };
         // OWS, the value up to CR, OWS. Leading OWS is stepped over first (usually one SP),
-        // trailing OWS is looked for back from the CR (usually none).
+        // trailing OWS is trimmed back from the CR (usually none): the scan let no whitespace
+        // but SP and HTAB through, so ASCII whitespace is OWS there.
         let mut start = pos + name_len + 1;
         while let Some(b' ' | b'\t') = buf.get(start) {
             start += 1;
@@ -353,13 +353,10 @@ fn parse_clean(
         if *buf.get(cr + 1)? != b'\n' {
             return None;
         }
-        let mut end = cr;
-        while end > start && matches!(buf[end - 1], b' ' | b'\t') {
-            end -= 1;
-        }
+        let value = &buf[start..cr];
         let value = Span {
             start: start as u32,
-            end: end as u32,
+            end: (start + value.trim_ascii_end().len()) as u32,
         };
         head.headers.push(HeaderSpan { name, value });
         match known {
@@ -489,7 +486,16 @@ fn find(s: &[u8], flags: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> Opti
     let marks = |word: &[u8]| Some(flags(u64::from_le_bytes(word.try_into().ok()?)) & HIGH);
     let lowest = |marks: u64| (marks.trailing_zeros() / 8) as usize;
     let mut i = 0;
-    while let Some(word) = s.get(i..i + 8) {
+    // Two words a step: one test and one loop branch for both.
+    while let Some(pair) = s.get(i..i + 16) {
+        let (low, high) = (marks(&pair[..8])?, marks(&pair[8..])?);
+        if low | high != 0 {
+            let both = u128::from(low) | u128::from(high) << 64;
+            return Some(i + (both.trailing_zeros() / 8) as usize);
+        }
+        i += 16;
+    }
+    if let Some(word) = s.get(i..i + 8) {
         let marks = marks(word)?;
         if marks != 0 {
             return Some(i + lowest(marks));
