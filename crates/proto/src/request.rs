@@ -301,24 +301,25 @@ fn parse_clean(
         (method_of(&buf[..n]).ok()?, n + 1)
     };
     let target_len = target_len(&buf[pos..])?;
-    if target_len == 0 || target_len > limits.max_uri_len || buf[pos + target_len] != b' ' {
+    if target_len == 0 || target_len > limits.max_uri_len {
         return None;
     }
     let target = Span {
         start: pos as u32,
         end: (pos + target_len) as u32,
     };
-    pos += target_len + 1;
-    // Compared as arrays: two word compares, where a match on slice patterns compares bytes.
-    let line_end: &[u8; 10] = buf.get(pos..pos + 10)?.try_into().ok()?;
-    let version = if line_end == b"HTTP/1.1\r\n" {
+    pos += target_len;
+    // The rest of the line, SP included, compared as arrays: two word compares, where a match
+    // on slice patterns compares byte by byte.
+    let line_end: &[u8; 11] = buf.get(pos..pos + 11)?.try_into().ok()?;
+    let version = if line_end == b" HTTP/1.1\r\n" {
         Version::HTTP_11
-    } else if line_end == b"HTTP/1.0\r\n" {
+    } else if line_end == b" HTTP/1.0\r\n" {
         Version::HTTP_10
     } else {
         return None;
     };
-    pos += 10;
+    pos += 11;
 
     head.method = method;
     head.version = version;
