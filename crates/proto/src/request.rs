@@ -491,8 +491,13 @@ fn find(s: &[u8], flags: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> Opti
     while let Some(pair) = s.get(i..i + 16) {
         let (low, high) = (marks(&pair[..8])?, marks(&pair[8..])?);
         if low | high != 0 {
-            let both = u128::from(low) | u128::from(high) << 64;
-            return Some(i + (both.trailing_zeros() / 8) as usize);
+            return Some(
+                i + if low != 0 {
+                    lowest(low)
+                } else {
+                    8 + lowest(high)
+                },
+            );
         }
         i += 16;
     }
