@@ -15,7 +15,7 @@
 //! On a shared machine wall-clock numbers wander; instruction counts do not. The callgrind
 //! form counts only the instructions inside `parse_many` (the `--toggle-collect`), so the
 //! `Collected` figure divided by the count is the exact instructions per parse, with
-//! start-up left out: with 1000 parses, `Collected : 868021` is 868 per parse (the 21 are
+//! start-up left out: with 1000 parses, `Collected : 830021` is 830 per parse (the 21 are
 //! the call of `parse_many` itself). `httparse` alone (into 16 slots) is the floor this
 //! crate builds on.
 

@@ -333,10 +333,9 @@ fn parse_clean(
             pos += 2;
             break;
         }
-        let known = known_name(&buf[pos..]);
-        let name_len = match known {
-            Some((len, _)) => len,
-            None => field_name_len(&buf[pos..])?,
+        let (name_len, known) = match known_name(&buf[pos..]) {
+            Some(known) => known,
+            None => (field_name_len(&buf[pos..])?, Known::Other),
         };
         fields_left = fields_left.checked_sub(1)?;
         let name = Span {
@@ -346,7 +345,9 @@ fn parse_clean(
         // OWS, the value up to CR, OWS. Leading OWS is stepped over first (usually one SP),
         // trailing OWS is trimmed back from the CR (usually none): the scan let no whitespace
         // but SP and HTAB through, so ASCII whitespace is OWS there.
-        let mut start = pos + name_len + 1;
+        // A known name was matched with the colon and the SP after it.
+        let after = if matches!(known, Known::Other) { 1 } else { 2 };
+        let mut start = pos + name_len + after;
         while let Some(b' ' | b'\t') = buf.get(start) {
             start += 1;
         }
@@ -361,10 +362,10 @@ fn parse_clean(
         };
         head.headers.push(HeaderSpan { name, value });
         match known {
-            Some((_, Known::Host)) => framing.add_host(value),
-            Some((_, Known::Connection)) => framing.add_connection(value.get(buf)),
-            Some((_, Known::Plain)) => {}
-            None => framing.add(name.get(buf), value.get(buf), value),
+            Known::Host => framing.add_host(value),
+            Known::Connection => framing.add_connection(value.get(buf)),
+            Known::Plain => {}
+            Known::Other => framing.add(name.get(buf), value.get(buf), value),
         }
         pos = cr + 2;
     }
@@ -372,41 +373,45 @@ fn parse_clean(
     Some(apply_fields(head, buf, framing))
 }
 
-/// What [`known_name`] found.
+/// What [`known_name`] found (or `Other`, when it found nothing).
 #[derive(Clone, Copy)]
 enum Known {
     Host,
     Connection,
     /// A field that takes no part in framing.
     Plain,
+    /// Any other field: its name decides.
+    Other,
 }
 
-/// The fields of nearly every request, matched whole (name and colon) before the general
-/// name scan, and routed straight to their framing rule: one or two word compares each.
+/// The fields of nearly every request, matched whole (name, colon and the SP every client
+/// sends after it) before the general name scan, and routed straight to their framing rule:
+/// one or two word compares each. Returns the length of the name. Without the SP (`Host:a`,
+/// `Host:\ta`) a field takes the general name scan, which ends up at the same rule.
 #[inline]
 fn known_name(s: &[u8]) -> Option<(usize, Known)> {
-    const HOST: NameWord = NameWord::new(b"host:");
-    const ACCEPT: NameWord = NameWord::new(b"accept:");
-    // `connection:` is 11 bytes: two words, overlapping.
+    const HOST: NameWord = NameWord::new(b"host: ");
+    const ACCEPT: NameWord = NameWord::new(b"accept: ");
+    // `connection: ` is 12 bytes: two words, overlapping.
     const CONNECTI: NameWord = NameWord::new(b"connecti");
-    const NECTION: NameWord = NameWord::new(b"nection:");
+    const NECTION: NameWord = NameWord::new(b"ection: ");
     let word = load(s, 0);
     match word as u8 | 0x20 {
         b'h' if HOST.matches(word) => Some((4, Known::Host)),
         b'a' if ACCEPT.matches(word) => Some((6, Known::Plain)),
-        b'c' if CONNECTI.matches(word) && NECTION.matches(load(s, 3)) => {
+        b'c' if CONNECTI.matches(word) && NECTION.matches(load(s, 4)) => {
             Some((10, Known::Connection))
         }
         _ => None,
     }
 }
 
-/// Up to eight bytes of a lowercase field name (and its colon) as the low bytes of a
-/// little-endian word, to compare a word of input with, letters in either case.
+/// Up to eight bytes of a lowercase field name (and the colon and SP after it) as the low
+/// bytes of a little-endian word, to compare a word of input with, letters in either case.
 ///
 /// OR-ing 0x20 into a byte lowercases an ASCII letter, and maps nothing else onto a
 /// lowercase letter; it is OR-ed into the letters' places only, so the other bytes (the
-/// colon) match only themselves.
+/// colon, the SP) match only themselves.
 #[derive(Clone, Copy)]
 struct NameWord {
     /// The bytes, lowercase.
@@ -783,14 +788,23 @@ mod tests {
     fn known_names_match_only_themselves() {
         let known = |s: &[u8]| known_name(s).map(|(n, _)| n);
         assert_eq!(known(b"Host: a"), Some(4));
-        assert_eq!(known(b"hOsT:a"), Some(4));
+        assert_eq!(known(b"hOsT: a"), Some(4));
         assert_eq!(known(b"ACCEPT: */*"), Some(6));
         assert_eq!(known(b"Connection: close"), Some(10));
         // Shorter than the words compared: the bytes past the end match nothing.
-        assert_eq!(known(b"host:"), Some(4));
-        assert_eq!(known(b"connection:"), Some(10));
+        assert_eq!(known(b"host: "), Some(4));
+        assert_eq!(known(b"connection: "), Some(10));
         for other in [
-            &b"Host : a"[..],
+            // Known names without the SP: the general scan takes them.
+            &b"hOsT:a"[..],
+            b"Host:\ta",
+            b"host:",
+            b"accept:",
+            b"connection:",
+            b"Connection:\tclose",
+            b"Host:\x00a",
+            b"Accept:\x00a",
+            b"Host : a",
             b"Hostname: a",
             b"Hos: a",
             b"Host",
