@@ -342,10 +342,10 @@ fn parse_clean(
             start: pos as u32,
             end: (pos + name_len) as u32,
         };
-        // OWS, the value up to CR, OWS. Leading OWS is stepped over first (usually one SP),
-        // trailing OWS is trimmed back from the CR (usually none): the scan let no whitespace
-        // but SP and HTAB through, so ASCII whitespace is OWS there.
-        // A known name was matched with the colon and the SP after it.
+        // OWS, the value up to CR, OWS. Leading OWS is stepped over first (a known name was
+        // matched with the colon and one SP), trailing OWS is trimmed back from the CR
+        // (usually none): the scan let no whitespace but SP and HTAB through, so ASCII
+        // whitespace is OWS there.
         let after = if matches!(known, Known::Other) { 1 } else { 2 };
         let mut start = pos + name_len + after;
         while let Some(b' ' | b'\t') = buf.get(start) {
@@ -478,7 +478,7 @@ fn zero(w: u64) -> u64 {
     w.wrapping_sub(ONES) & !w
 }
 
-/// Index of the first byte of `s` that `stop` holds for, eight bytes at a time: `flags` marks
+/// Index of the first byte of `s` that `stop` holds for, two 8-byte words a step: `flags` marks
 /// (in bit 7 of each byte of a little-endian word) the bytes `stop` holds for. The marks
 /// come from [`below`] and [`zero`], whose lowest mark is always exact (a borrow only runs
 /// upward from a byte with a true mark, so marks it causes sit above a true one); only the
@@ -496,13 +496,12 @@ fn find(s: &[u8], flags: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> Opti
     while let Some(pair) = s.get(i..i + 16) {
         let (low, high) = (marks(&pair[..8])?, marks(&pair[8..])?);
         if low | high != 0 {
-            return Some(
-                i + if low != 0 {
-                    lowest(low)
-                } else {
-                    8 + lowest(high)
-                },
-            );
+            let at = if low != 0 {
+                lowest(low)
+            } else {
+                8 + lowest(high)
+            };
+            return Some(i + at);
         }
         i += 16;
     }
