@@ -5,9 +5,8 @@ use std::mem::MaybeUninit;
 use http::{Method, Version};
 
 use crate::headers::{
-    classify_version, eq_lower, is_tchar, is_valid_host, offset, only_crlfs, scan_fields,
-    skip_empty_lines, span_of, spill_slots, walk_fields, Framing, TransferCodings, VersionClass,
-    Walk,
+    classify_version, is_tchar, is_valid_host, offset, only_crlfs, scan_fields, skip_empty_lines,
+    span_of, spill_slots, walk_fields, Framing, TransferCodings, VersionClass, Walk,
 };
 use crate::{find_header, BodyKind, HeaderSpan, HeaderSpans, Limits, ParseError, Span};
 
@@ -302,73 +301,71 @@ fn parse_clean(
         (method_of(&buf[..n]).ok()?, n + 1)
     };
     let target_len = target_len(&buf[pos..])?;
-    if target_len == 0 || target_len > limits.max_uri_len || buf[pos + target_len] != b' ' {
+    if target_len == 0 || target_len > limits.max_uri_len {
         return None;
     }
     let target = Span {
         start: pos as u32,
         end: (pos + target_len) as u32,
     };
-    pos += target_len + 1;
-    let version = match buf.get(pos..pos + 10)? {
-        b"HTTP/1.1\r\n" => Version::HTTP_11,
-        b"HTTP/1.0\r\n" => Version::HTTP_10,
-        _ => return None,
+    pos += target_len;
+    // The rest of the line, SP included, compared as arrays: two word compares, where a match
+    // on slice patterns compares byte by byte.
+    let line_end: &[u8; 11] = buf.get(pos..pos + 11)?.try_into().ok()?;
+    let version = if line_end == b" HTTP/1.1\r\n" {
+        Version::HTTP_11
+    } else if line_end == b" HTTP/1.0\r\n" {
+        Version::HTTP_10
+    } else {
+        return None;
     };
-    pos += 10;
+    pos += 11;
 
     head.method = method;
     head.version = version;
     head.target = target;
     head.headers.clear();
     let mut framing = Framing::default();
+    let mut fields_left = limits.max_headers;
     // Field lines: field-name ":" OWS field-value OWS CRLF, until the empty line.
     loop {
         if buf.get(pos..pos + 2)? == b"\r\n" {
             pos += 2;
             break;
         }
-        let known = known_name(&buf[pos..]);
-        let name_len = match known {
-            Some((len, _)) => len,
-            None => field_name_len(&buf[pos..])?,
+        let (name_len, known) = match known_name(&buf[pos..]) {
+            Some(known) => known,
+            None => (field_name_len(&buf[pos..])?, Known::Other),
         };
-        if head.headers.len() >= limits.max_headers {
-            return None;
-        }
+        fields_left = fields_left.checked_sub(1)?;
         let name = Span {
             start: pos as u32,
             end: (pos + name_len) as u32,
         };
-        pos += name_len + 1;
-        // OWS, then the value up to CR. The OWS bytes pass the value scan, so it starts
-        // right after the colon and the OWS is stepped over inside what it found.
-        let cr = pos + field_value_len(&buf[pos..])?;
+        // OWS, the value up to CR, OWS. Leading OWS is stepped over first (a known name was
+        // matched with the colon and one SP), trailing OWS is trimmed back from the CR
+        // (usually none): the scan let no whitespace but SP and HTAB through, so ASCII
+        // whitespace is OWS there.
+        let after = if matches!(known, Known::Other) { 1 } else { 2 };
+        let mut start = pos + name_len + after;
+        while let Some(b' ' | b'\t') = buf.get(start) {
+            start += 1;
+        }
+        let cr = start + field_value_len(buf.get(start..)?)?;
         if *buf.get(cr + 1)? != b'\n' {
             return None;
         }
-        let line = &buf[pos..cr];
-        let lead = line
-            .iter()
-            .take_while(|&&b| b == b' ' || b == b'\t')
-            .count();
-        let trail = line[lead..]
-            .iter()
-            .rev()
-            .take_while(|&&b| b == b' ' || b == b'\t')
-            .count();
-        let value_start = pos + lead;
-        let value_end = cr - trail;
+        let value = &buf[start..cr];
         let value = Span {
-            start: value_start as u32,
-            end: value_end as u32,
+            start: start as u32,
+            end: (start + value.trim_ascii_end().len()) as u32,
         };
         head.headers.push(HeaderSpan { name, value });
         match known {
-            Some((_, Known::Host)) => framing.add_host(value),
-            Some((_, Known::Connection)) => framing.add_connection(value.get(buf)),
-            Some((_, Known::Plain)) => {}
-            None => framing.add(name.get(buf), value.get(buf), value),
+            Known::Host => framing.add_host(value),
+            Known::Connection => framing.add_connection(value.get(buf)),
+            Known::Plain => {}
+            Known::Other => framing.add(name.get(buf), value.get(buf), value),
         }
         pos = cr + 2;
     }
@@ -376,28 +373,94 @@ fn parse_clean(
     Some(apply_fields(head, buf, framing))
 }
 
-/// What [`known_name`] found.
+/// What [`known_name`] found (or `Other`, when it found nothing).
 #[derive(Clone, Copy)]
 enum Known {
     Host,
     Connection,
     /// A field that takes no part in framing.
     Plain,
+    /// Any other field: its name decides.
+    Other,
 }
 
-/// The fields of nearly every request, matched whole (name and colon) before the general
-/// name scan, and routed straight to their framing rule. Only names of letters alone: for
-/// those the case-folding compare ([`eq_lower`]) matches exactly the letters in either case.
+/// The fields of nearly every request, matched whole (name, colon and the SP every client
+/// sends after it) before the general name scan, and routed straight to their framing rule:
+/// one or two word compares each. Returns the length of the name. Without the SP (`Host:a`,
+/// `Host:\ta`) a field takes the general name scan, which ends up at the same rule.
 #[inline]
 fn known_name(s: &[u8]) -> Option<(usize, Known)> {
-    let (lower, known): (&[u8], Known) = match s.first()? | 0x20 {
-        b'h' => (b"host", Known::Host),
-        b'a' => (b"accept", Known::Plain),
-        b'c' => (b"connection", Known::Connection),
-        _ => return None,
-    };
-    let n = lower.len();
-    (s.get(n) == Some(&b':') && eq_lower(&s[..n], lower)).then_some((n, known))
+    const HOST: NameWord = NameWord::new(b"host: ");
+    const ACCEPT: NameWord = NameWord::new(b"accept: ");
+    // `connection: ` is 12 bytes: two words, overlapping.
+    const CONNECTI: NameWord = NameWord::new(b"connecti");
+    const NECTION: NameWord = NameWord::new(b"ection: ");
+    let word = load(s, 0);
+    match word as u8 | 0x20 {
+        b'h' if HOST.matches(word) => Some((4, Known::Host)),
+        b'a' if ACCEPT.matches(word) => Some((6, Known::Plain)),
+        b'c' if CONNECTI.matches(word) && NECTION.matches(load(s, 4)) => {
+            Some((10, Known::Connection))
+        }
+        _ => None,
+    }
+}
+
+/// Up to eight bytes of a lowercase field name (and the colon and SP after it) as the low
+/// bytes of a little-endian word, to compare a word of input with, letters in either case.
+///
+/// OR-ing 0x20 into a byte lowercases an ASCII letter, and maps nothing else onto a
+/// lowercase letter; it is OR-ed into the letters' places only, so the other bytes (the
+/// colon, the SP) match only themselves.
+#[derive(Clone, Copy)]
+struct NameWord {
+    /// The bytes, lowercase.
+    bytes: u64,
+    /// 0xFF in the places of the bytes.
+    mask: u64,
+    /// 0x20 in the places of the letters.
+    fold: u64,
+}
+
+impl NameWord {
+    const fn new(name: &[u8]) -> NameWord {
+        let mut word = NameWord {
+            bytes: 0,
+            mask: 0,
+            fold: 0,
+        };
+        let mut i = 0;
+        while i < name.len() {
+            let shift = 8 * i;
+            word.bytes |= (name[i] as u64) << shift;
+            word.mask |= 0xff << shift;
+            if name[i].is_ascii_lowercase() {
+                word.fold |= 0x20 << shift;
+            }
+            i += 1;
+        }
+        word
+    }
+
+    #[inline(always)]
+    fn matches(self, word: u64) -> bool {
+        (word | self.fold) & self.mask == self.bytes
+    }
+}
+
+/// The eight bytes of `s` from `at` as a little-endian word, zero bytes in place of those past
+/// the end of `s`.
+#[inline(always)]
+fn load(s: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    match s.get(at..at + 8) {
+        Some(whole) => word.copy_from_slice(whole),
+        None => {
+            let part = s.get(at..).unwrap_or_default();
+            word[..part.len()].copy_from_slice(part);
+        }
+    }
+    u64::from_le_bytes(word)
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -415,21 +478,45 @@ fn zero(w: u64) -> u64 {
     w.wrapping_sub(ONES) & !w
 }
 
-/// Index of the first byte of `s` that `stop` holds for, eight bytes at a time: `flags` marks
+/// Index of the first byte of `s` that `stop` holds for, two 8-byte words a step: `flags` marks
 /// (in bit 7 of each byte of a little-endian word) the bytes `stop` holds for. The marks
 /// come from [`below`] and [`zero`], whose lowest mark is always exact (a borrow only runs
-/// upward, so marks it causes sit above a true one); only the lowest is used.
+/// upward from a byte with a true mark, so marks it causes sit above a true one); only the
+/// lowest is used.
+///
+/// The last bytes that do not fill a word are looked at as the last eight bytes of `s`, with
+/// the marks of the bytes already looked at dropped: those bytes hold no true mark, so they
+/// cause no false ones either. Only an `s` shorter than a word is walked byte by byte.
 #[inline(always)]
 fn find(s: &[u8], flags: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> Option<usize> {
+    let marks = |word: &[u8]| Some(flags(u64::from_le_bytes(word.try_into().ok()?)) & HIGH);
+    let lowest = |marks: u64| (marks.trailing_zeros() / 8) as usize;
     let mut i = 0;
-    while let Some(word) = s.get(i..i + 8) {
-        let marks = flags(u64::from_le_bytes(word.try_into().ok()?)) & HIGH;
+    // Two words a step: one test and one loop branch for both.
+    while let Some(pair) = s.get(i..i + 16) {
+        let (low, high) = (marks(&pair[..8])?, marks(&pair[8..])?);
+        if low | high != 0 {
+            let at = if low != 0 {
+                lowest(low)
+            } else {
+                8 + lowest(high)
+            };
+            return Some(i + at);
+        }
+        i += 16;
+    }
+    if let Some(word) = s.get(i..i + 8) {
+        let marks = marks(word)?;
         if marks != 0 {
-            return Some(i + (marks.trailing_zeros() / 8) as usize);
+            return Some(i + lowest(marks));
         }
         i += 8;
     }
-    s[i..].iter().position(|&b| stop(b)).map(|at| i + at)
+    let Some(last) = s.len().checked_sub(8) else {
+        return s.iter().position(|&b| stop(b));
+    };
+    let marks = marks(&s[last..])? & (!0u64).checked_shl(((i - last) * 8) as u32)?;
+    (marks != 0).then(|| last + lowest(marks))
 }
 
 /// Length of the request target at the start of `s`: visible ASCII (0x21-0x7E) up to the
@@ -700,14 +787,34 @@ mod tests {
     fn known_names_match_only_themselves() {
         let known = |s: &[u8]| known_name(s).map(|(n, _)| n);
         assert_eq!(known(b"Host: a"), Some(4));
-        assert_eq!(known(b"hOsT:a"), Some(4));
+        assert_eq!(known(b"hOsT: a"), Some(4));
         assert_eq!(known(b"ACCEPT: */*"), Some(6));
         assert_eq!(known(b"Connection: close"), Some(10));
+        // Shorter than the words compared: the bytes past the end match nothing.
+        assert_eq!(known(b"host: "), Some(4));
+        assert_eq!(known(b"connection: "), Some(10));
         for other in [
-            &b"Host : a"[..],
+            // Known names without the SP: the general scan takes them.
+            &b"hOsT:a"[..],
+            b"Host:\ta",
+            b"host:",
+            b"accept:",
+            b"connection:",
+            b"Connection:\tclose",
+            b"Host:\x00a",
+            b"Accept:\x00a",
+            b"Host : a",
             b"Hostname: a",
             b"Hos: a",
             b"Host",
+            b"host",
+            b"connection",
+            b"Connect:",
+            b"",
+            b"Host\x1a a",
+            b"Accept\x1a a",
+            b"Connection\x1a",
+            b"Connecti\x0fn: a",
             b"Acce\x10t: a",
             b"Connectio\x0e: a",
             b"Connection\x1a a",
@@ -741,6 +848,24 @@ mod tests {
         }
         assert_eq!(target_len(b"/abc"), None);
         assert_eq!(field_name_len(b"Host"), None);
+    }
+
+    /// Every length around the word size, every place for the one stop byte: the bytes that
+    /// do not fill a word are looked at again as the last word, without the ones before.
+    #[test]
+    fn find_looks_at_every_byte_once() {
+        let flags = |w: u64| zero(w ^ (ONES * u64::from(b'!')));
+        for len in 0..26 {
+            let s = vec![b'a'; len];
+            assert_eq!(find(&s, flags, |b| b == b'!'), None, "{len}");
+            for at in 0..len {
+                let mut s = s.clone();
+                s[at] = b'!';
+                assert_eq!(find(&s, flags, |b| b == b'!'), Some(at), "{at} of {len}");
+                s[len - 1] = b'!';
+                assert_eq!(find(&s, flags, |b| b == b'!'), Some(at), "{at}, {len}");
+            }
+        }
     }
 
     #[test]
