@@ -785,6 +785,10 @@ impl ConnIo {
     }
 
     fn release_buffers(&self) {
+        // A connection that has read nothing yet (every new one, once) holds nothing to give.
+        if self.read_buf.borrow().capacity() == 0 && self.write_buf.borrow().capacity() == 0 {
+            return;
+        }
         let mut read = std::mem::take(&mut *self.read_buf.borrow_mut());
         // The front of the buffer went to the requests' heads (`split_to`), so what is left
         // reports less capacity than the pool wants. Those heads are dropped by now, and the

@@ -71,10 +71,12 @@ struct Header {
     worker: Arc<Shared>,
 }
 
-struct TaskSlot {
+/// A task: its identity and its future, in one allocation. The slab holds `Rc`s, so a task is
+/// polled without the slab borrowed (it may spawn).
+struct TaskSlot<F: ?Sized = dyn Future<Output = ()>> {
     header: Arc<Header>,
     waker: Waker,
-    future: RefCell<Pin<Box<dyn Future<Output = ()>>>>,
+    future: RefCell<F>,
 }
 
 /// One worker's executor state. Lives on its thread only.
@@ -239,7 +241,7 @@ impl Core {
         entry.insert(Rc::new(TaskSlot {
             header,
             waker,
-            future: RefCell::new(Box::pin(TaskFuture::new(future, completion))),
+            future: RefCell::new(TaskFuture::new(future, completion)),
         }));
         drop(tasks);
         self.run_queue.borrow_mut().push_back(id);
@@ -252,8 +254,11 @@ impl Core {
         };
         slot.header.scheduled.store(false, Ordering::Release);
         let mut cx = Context::from_waker(&slot.waker);
-        let done = slot.future.borrow_mut().as_mut().poll(&mut cx).is_ready();
-        if done {
+        let mut future = slot.future.borrow_mut();
+        // SAFETY: the future stays where it is until the last `Rc` to its slot drops it there:
+        // nothing moves it out (it is unsized behind the `Rc`, and only borrowed, here).
+        let future = unsafe { Pin::new_unchecked(&mut *future) };
+        if future.poll(&mut cx).is_ready() {
             // Dropped outside the slab borrow: its destructor may spawn or touch the reactor.
             let task = self.tasks.borrow_mut().remove(id.index());
             drop(task);

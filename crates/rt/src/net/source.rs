@@ -104,7 +104,11 @@ impl Source {
     }
 
     pub(crate) fn poll_ready(&self, cx: &Context<'_>, dir: Direction) -> Poll<()> {
-        self.with_reactor(|reactor| reactor.poll_ready(self.token, dir, cx))
+        self.with_reactor(|reactor| match reactor {
+            // epoll adds the fd to its set the first time it has to wait.
+            Reactor::Epoll(r) => r.poll_ready(self.token, self.fd.as_fd(), dir, cx),
+            Reactor::Uring(r) => r.poll_ready(self.token, dir, Some(cx)),
+        })
     }
 
     pub(crate) fn clear_ready(&self, dir: Direction) {

@@ -1,6 +1,7 @@
 //! The epoll driver: readiness per registered file descriptor.
 //!
-//! Every descriptor is registered once, edge-triggered, for both directions. The reactor keeps a
+//! Every descriptor joins the epoll set once, edge-triggered, for both directions, the first
+//! time a task has to wait on it (see [`Reactor::poll_ready`]). The reactor keeps a
 //! readiness bit per direction: set by an epoll event, cleared by the I/O code when a syscall
 //! says `EAGAIN` (or returns short, which on a stream socket means the same). A task that finds
 //! the bit clear leaves its waker and sleeps until the next edge.
@@ -29,6 +30,15 @@ struct ScheduledIo {
     generation: u32,
     /// The fd may have been duplicated outside volt-rt: remove it from the set before closing.
     shared: bool,
+    /// In the epoll set.
+    watched: bool,
+}
+
+/// Adds `fd` to `epoll`, edge-triggered for both directions, its events carrying `data`.
+fn watch(epoll: &OwnedFd, fd: BorrowedFd<'_>, data: u64) -> io::Result<()> {
+    let flags = epoll::EventFlags::IN | epoll::EventFlags::OUT | epoll::EventFlags::RDHUP;
+    let data = epoll::EventData::new_u64(data);
+    Ok(epoll::add(epoll, fd, data, flags | epoll::EventFlags::ET)?)
 }
 
 pub(crate) struct Reactor {
@@ -44,12 +54,7 @@ pub(crate) struct Reactor {
 impl Reactor {
     pub(crate) fn new(notifier: &Notifier) -> io::Result<Reactor> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
-        epoll::add(
-            &epoll,
-            notifier.as_fd(),
-            epoll::EventData::new_u64(NOTIFIER_TOKEN),
-            epoll::EventFlags::IN | epoll::EventFlags::ET,
-        )?;
+        watch(&epoll, notifier.as_fd(), NOTIFIER_TOKEN)?;
         Ok(Reactor {
             epoll,
             events: RefCell::new(Vec::with_capacity(MAX_EVENTS)),
@@ -59,35 +64,19 @@ impl Reactor {
         })
     }
 
-    /// Registers `fd` for both directions. `ready` is the readiness to assume until the first
-    /// event: a fresh accepted socket is worth one optimistic read, a connecting one is not.
-    /// `shared`: the fd came from the user, who may hold a duplicate of it.
-    pub(crate) fn register(
-        &self,
-        fd: BorrowedFd<'_>,
-        ready: u8,
-        shared: bool,
-    ) -> io::Result<usize> {
-        let mut sources = self.sources.borrow_mut();
-        let entry = sources.vacant_entry();
-        let token = entry.key();
+    /// Registers an fd, to join the epoll set when a task first waits on it (see
+    /// [`Reactor::poll_ready`]). `ready` is the readiness to assume until then: a fresh
+    /// accepted socket is worth one optimistic read, a connecting one is not. `shared`: the fd
+    /// came from the user, who may hold a duplicate of it.
+    pub(crate) fn register(&self, ready: u8, shared: bool) -> usize {
         let generation = self.generation.get().wrapping_add(1);
         self.generation.set(generation);
-        epoll::add(
-            &self.epoll,
-            fd,
-            epoll::EventData::new_u64(u64::from(generation) << 32 | (token as u64 + 1)),
-            epoll::EventFlags::IN
-                | epoll::EventFlags::OUT
-                | epoll::EventFlags::RDHUP
-                | epoll::EventFlags::ET,
-        )?;
-        entry.insert(ScheduledIo {
+        self.sources.borrow_mut().insert(ScheduledIo {
             io: Readiness::new(ready),
             generation,
             shared,
-        });
-        Ok(token)
+            watched: false,
+        })
     }
 
     /// Forgets `token` and closes `fd`.
@@ -102,15 +91,37 @@ impl Reactor {
     /// rather than set (sticky) readiness on whatever socket reuses the slab key.
     pub(crate) fn deregister(&self, token: usize, fd: OwnedFd) {
         let io = self.sources.borrow_mut().try_remove(token);
-        if io.as_ref().is_some_and(|io| io.shared) {
+        if io.as_ref().is_some_and(|io| io.shared && io.watched) {
             let _ = epoll::delete(&self.epoll, &fd);
         }
         drop(fd);
         drop(io); // wakers dropped outside the borrow
     }
 
-    pub(crate) fn poll_ready(&self, token: usize, dir: Direction, cx: &Context<'_>) -> Poll<()> {
-        self.sources.borrow_mut()[token].io.poll(dir, cx)
+    /// Ready, or the waker is kept for the next edge. The fd joins the epoll set here, the first
+    /// time it is not ready: a connection that is read, answered and closed without waiting (one
+    /// per request) costs no `epoll_ctl`, nor its close a removal from the set. Data that came
+    /// before the join is not missed: a socket ready when added is reported at once. Should the
+    /// kernel refuse the add (out of memory or of watches), the task polls: it is woken at once
+    /// to try again.
+    pub(crate) fn poll_ready(
+        &self,
+        token: usize,
+        fd: BorrowedFd,
+        dir: Direction,
+        cx: &Context,
+    ) -> Poll<()> {
+        let mut sources = self.sources.borrow_mut();
+        let io = &mut sources[token];
+        let poll = io.io.poll(dir, cx);
+        if poll.is_pending() && !io.watched {
+            let data = u64::from(io.generation) << 32 | (token as u64 + 1);
+            io.watched = watch(&self.epoll, fd, data).is_ok();
+            if !io.watched {
+                cx.waker().wake_by_ref();
+            }
+        }
+        poll
     }
 
     pub(crate) fn clear_ready(&self, token: usize, dir: Direction) {

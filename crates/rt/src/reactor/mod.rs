@@ -285,7 +285,7 @@ impl Reactor {
         shared: bool,
     ) -> io::Result<usize> {
         match self {
-            Reactor::Epoll(r) => r.register(fd, ready, shared),
+            Reactor::Epoll(r) => Ok(r.register(ready, shared)),
             Reactor::Uring(r) => r.register(fd, ready, kind),
         }
     }
@@ -296,13 +296,6 @@ impl Reactor {
         match self {
             Reactor::Epoll(r) => r.deregister(token, fd),
             Reactor::Uring(r) => r.deregister(token, fd),
-        }
-    }
-
-    pub(crate) fn poll_ready(&self, token: usize, dir: Direction, cx: &Context<'_>) -> Poll<()> {
-        match self {
-            Reactor::Epoll(r) => r.poll_ready(token, dir, cx),
-            Reactor::Uring(r) => r.poll_ready(token, dir, Some(cx)),
         }
     }
 
