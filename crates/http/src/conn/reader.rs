@@ -1,0 +1,168 @@
+//! The reading side of an HTTP/1 request body: decodes the body's framing from the
+//! connection's read buffer, reading more from the socket as the handler asks for it, answers
+//! `Expect: 100-continue` on the first read, and after the response skips what the handler
+//! left so the connection can go on.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Instant;
+
+use bytes::{Buf, Bytes};
+use http::StatusCode;
+use volt_proto::{BodyDecoder, BodyKind};
+
+use super::{ConnIo, ReadError};
+use crate::Error;
+
+/// Read size while reading a request body.
+const BODY_READ: usize = 64 * 1024;
+
+/// The reading side of a request body, shared by the [`RequestBody`] and the connection.
+pub(crate) struct BodyReader {
+    io: Rc<ConnIo>,
+    state: RefCell<BodyState>,
+}
+
+struct BodyState {
+    decoder: BodyDecoder,
+    received: u64,
+    /// `Expect: 100-continue` not yet answered.
+    continue_pending: bool,
+    /// A framing error, a timeout or a closed connection: the connection cannot continue.
+    failed: bool,
+}
+
+impl BodyReader {
+    /// A reader for a body framed as `kind`; `expect_continue`: the client waits for
+    /// `100 Continue` before it sends the body.
+    pub(super) fn new(io: Rc<ConnIo>, kind: BodyKind, expect_continue: bool) -> BodyReader {
+        let decoder = BodyDecoder::with_limits(kind, &io.worker.limits);
+        BodyReader {
+            io,
+            state: RefCell::new(BodyState {
+                decoder,
+                received: 0,
+                continue_pending: expect_continue,
+                failed: false,
+            }),
+        }
+    }
+
+    pub(crate) async fn chunk(&self) -> Result<Option<Bytes>, Error> {
+        let config = &self.io.worker.config;
+        if self.state.borrow().failed {
+            return Err(Error::bad_request("the request body is no longer readable"));
+        }
+        if std::mem::take(&mut self.state.borrow_mut().continue_pending) {
+            self.io
+                .write_buf
+                .borrow_mut()
+                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+            if !self.io.flush().await {
+                return Err(self.fail(StatusCode::BAD_REQUEST, "connection closed"));
+            }
+        }
+        let deadline = Instant::now() + config.body_read_timeout;
+        loop {
+            {
+                let mut state = self.state.borrow_mut();
+                if state.decoder.is_done() {
+                    return Ok(None);
+                }
+                let mut buf = self.io.read_buf.borrow_mut();
+                if !buf.is_empty() {
+                    let (consumed, data) = match state.decoder.decode(&buf) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            state.failed = true;
+                            return Err(e.into());
+                        }
+                    };
+                    let data = data.map(|d| (d.as_ptr() as usize - buf.as_ptr() as usize, d.len()));
+                    if let Some((start, len)) = data {
+                        buf.advance(start);
+                        let chunk = buf.split_to(len).freeze();
+                        buf.advance(consumed - start - len);
+                        state.received += len as u64;
+                        if state.received > config.max_body_bytes {
+                            state.failed = true;
+                            return Err(Error::new(
+                                StatusCode::PAYLOAD_TOO_LARGE,
+                                format!(
+                                    "request body is over the limit of {} bytes",
+                                    config.max_body_bytes
+                                ),
+                            ));
+                        }
+                        return Ok(Some(chunk));
+                    }
+                    buf.advance(consumed);
+                    if state.decoder.is_done() {
+                        return Ok(None);
+                    }
+                    if consumed > 0 {
+                        continue;
+                    }
+                }
+            }
+            // Answers already encoded (earlier pipelined ones, or this request's own while its
+            // unread body is skipped) go out before waiting on a client that may wait for them.
+            if !self.io.flush().await {
+                return Err(self.fail(StatusCode::BAD_REQUEST, "connection closed"));
+            }
+            match self.io.read(deadline, BODY_READ).await {
+                Ok(0) => return Err(self.fail(StatusCode::BAD_REQUEST, "request body ended early")),
+                Ok(_) => {}
+                Err(ReadError::Io) => {
+                    return Err(self.fail(StatusCode::BAD_REQUEST, "connection failed"))
+                }
+                Err(ReadError::Timeout) => {
+                    return Err(self.fail(StatusCode::REQUEST_TIMEOUT, "request body took too long"))
+                }
+            }
+        }
+    }
+
+    fn fail(&self, status: StatusCode, message: &str) -> Error {
+        self.state.borrow_mut().failed = true;
+        Error::new(status, message)
+    }
+
+    /// Whether what the handler left of the body can be read and discarded after the response
+    /// so the connection goes on: not after a failure, not while a `100 Continue` is owed (the
+    /// client may or may not send the body), not when more than `max` bytes of a declared
+    /// length are left.
+    pub(super) fn skippable(&self, declared: Option<u64>, max: u64) -> bool {
+        let state = self.state.borrow();
+        !state.failed
+            && (state.decoder.is_done()
+                || (!state.continue_pending && declared.is_none_or(|n| n - state.received <= max)))
+    }
+
+    /// After the response: reads and discards what the handler left, up to `max` bytes. True if
+    /// the connection can go on to the next request.
+    pub(super) async fn finish(&self, max: u64) -> bool {
+        {
+            let state = self.state.borrow();
+            if state.failed {
+                return false;
+            }
+            if state.decoder.is_done() {
+                return true;
+            }
+            // The client waits for a 100 Continue that never came: it may or may not send the
+            // body, so the next bytes cannot be trusted to be a request.
+            if state.continue_pending {
+                return false;
+            }
+        }
+        let start = self.state.borrow().received;
+        loop {
+            match self.chunk().await {
+                Ok(None) => return true,
+                Ok(Some(_)) if self.state.borrow().received - start <= max => {}
+                _ => return false,
+            }
+        }
+    }
+}
