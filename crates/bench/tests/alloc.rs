@@ -1,67 +1,33 @@
-//! The hot path allocates nothing per request: a run of 2N requests allocates (on the worker
-//! threads) about as often as a run of N, the difference being fixed per-second work.
+//! The hot path allocates nothing per request: a run of 2N requests allocates about as often
+//! as a run of N, the difference being fixed per-second work.
+//!
+//! Counted for the whole process by `stats_alloc`'s instrumented allocator (so no `unsafe`
+//! here). The test server allocates nothing per request either (see `common::serve`), so what
+//! grows with the requests is the load generator's.
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::alloc::System;
 use std::sync::Mutex;
 
 use common::{config, guard, Behavior, TestServer};
-
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// Set on the benchmark's worker threads (by the inspect hook, on their first response).
-    static COUNTED: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the counter is a side
-// effect that neither allocates nor touches the memory handed out.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTED.with(Cell::get) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: the caller's contract for `alloc` is passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` was allocated by `System` with `layout` (see `alloc`).
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTED.with(Cell::get) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: as for `dealloc`; `new_size` comes from the caller's contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 /// One measurement at a time: the counter is global.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Allocations on the worker threads during a run of `requests`.
+/// Allocations (and reallocations) in the process during a run of `requests`.
 fn allocations(builder: impl Fn() -> volt_bench::ConfigBuilder, requests: u64) -> u64 {
-    let config = builder()
-        .total_requests(requests)
-        .inspect(|_| COUNTED.with(|c| c.set(true)))
-        .build()
-        .unwrap();
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let config = builder().total_requests(requests).build().unwrap();
+    let region = Region::new(GLOBAL);
     let report = volt_bench::run(&config).unwrap();
+    let change = region.change();
     assert_eq!(report.levels[0].requests, requests);
     assert_eq!(report.levels[0].errors.total, 0);
-    ALLOCATIONS.load(Ordering::Relaxed) - before
+    (change.allocations + change.reallocations) as u64
 }
 
 fn assert_flat(name: &str, builder: impl Fn() -> volt_bench::ConfigBuilder + Copy, n: u64) {
