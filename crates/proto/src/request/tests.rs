@@ -1,0 +1,225 @@
+//! Unit tests of the request-head parser: the fast path's scanners and its agreement with
+//! the general path on the heads it takes.
+
+use super::*;
+
+/// Heads the fast path must take, and the seeds of the mutations below.
+const CLEAN: &[&[u8]] = &[
+    b"GET /plaintext HTTP/1.1\r\nHost: tfb-server\r\n\
+      Accept: text/plain,text/html;q=0.9,application/xhtml+xml;q=0.9,application/xml;q=0.8,*/*;q=0.7\r\n\
+      Connection: keep-alive\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"GET /x?y=1 HTTP/1.0\r\n\r\n",
+    b"GET http://a/b HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n",
+    b"POST /u HTTP/1.1\r\nHost: a:80\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello",
+    b"PUT /u HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    b"PATCH * HTTP/1.1\r\nhost:\r\nX-Empty: \t \r\nX-Tab:\ta\tb \t\r\nX-Obs: caf\xc3\xa9\r\n\
+      Connection: close, upgrade\r\n\r\n",
+    b"DELETE /articles/2024/http-parsing?page=2&sort=new HTTP/1.1\r\nHost: www.example.com\r\n\
+      User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0\r\n\
+      Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\n\
+      Accept-Language: en-US,en;q=0.5\r\nAccept-Encoding: gzip, deflate, br, zstd\r\n\
+      Referer: https://www.example.com/articles/2024\r\nCookie: a=1; b=2\r\n\
+      Upgrade-Insecure-Requests: 1\r\nSec-Fetch-Dest: document\r\nSec-Fetch-Mode: navigate\r\n\
+      Priority: u=0, i\r\nContent-Length: 0\r\n\r\n",
+];
+
+/// Bytes that matter to the grammar, put in place of or between the seed's bytes.
+const INTERESTING: &[u8] = &[
+    b' ', b'\t', b'\r', b'\n', 0, 0x1f, 0x7f, 0x80, 0xff, b':', b',', b';', b'"', b'/', b'?', b'a',
+    b'A', b'0', b'.', b'H',
+];
+
+/// Whatever the fast path answers (a head or an error) is what the general path answers;
+/// on every seed, prefix, and one-byte replacement, deletion and insertion, under default
+/// and tight limits.
+#[test]
+fn fast_path_agrees_with_general_path() {
+    let tight = [
+        Limits::default(),
+        Limits {
+            max_head_bytes: 60,
+            max_headers: 2,
+            max_uri_len: 6,
+        },
+    ];
+    let mut taken = 0usize;
+    for limits in &tight {
+        let mut check = |input: &[u8]| {
+            let mut head = RequestHead::default();
+            if let Some(fast) = parse_clean(input, limits, &mut head) {
+                taken += 1;
+                assert_eq!(
+                    fast.map(|()| Some(head)),
+                    parse_general(input, limits),
+                    "{:?} {limits:?}",
+                    String::from_utf8_lossy(input)
+                );
+            }
+        };
+        for seed in CLEAN {
+            check(seed);
+            for cut in 0..seed.len() {
+                check(&seed[..cut]);
+            }
+            for i in 0..seed.len() {
+                let mut m = seed.to_vec();
+                m.remove(i);
+                check(&m);
+                for &b in INTERESTING {
+                    let mut m = seed.to_vec();
+                    m[i] = b;
+                    check(&m);
+                    m.insert(i, b);
+                    check(&m);
+                }
+            }
+        }
+    }
+    assert!(taken > 10_000, "the fast path was taken only {taken} times");
+}
+
+#[test]
+fn fast_path_takes_the_clean_seeds() {
+    for seed in CLEAN {
+        let mut into = RequestHead::default();
+        let head = parse_clean(seed, &Limits::default(), &mut into);
+        assert!(
+            matches!(head, Some(Ok(()))),
+            "{:?}: {head:?}",
+            String::from_utf8_lossy(seed)
+        );
+    }
+}
+
+#[test]
+fn known_names_match_only_themselves() {
+    let known = |s: &[u8]| known_name(s).map(|(n, _)| n);
+    assert_eq!(known(b"Host: a"), Some(4));
+    assert_eq!(known(b"hOsT: a"), Some(4));
+    assert_eq!(known(b"ACCEPT: */*"), Some(6));
+    assert_eq!(known(b"Connection: close"), Some(10));
+    // Shorter than the words compared: the bytes past the end match nothing.
+    assert_eq!(known(b"host: "), Some(4));
+    assert_eq!(known(b"connection: "), Some(10));
+    for other in [
+        // Known names without the SP: the general scan takes them.
+        &b"hOsT:a"[..],
+        b"Host:\ta",
+        b"host:",
+        b"accept:",
+        b"connection:",
+        b"Connection:\tclose",
+        b"Host:\x00a",
+        b"Accept:\x00a",
+        b"Host : a",
+        b"Hostname: a",
+        b"Hos: a",
+        b"Host",
+        b"host",
+        b"connection",
+        b"Connect:",
+        b"",
+        b"Host\x1a a",
+        b"Accept\x1a a",
+        b"Connection\x1a",
+        b"Connecti\x0fn: a",
+        b"Acce\x10t: a",
+        b"Connectio\x0e: a",
+        b"Connection\x1a a",
+        b"Content-Length: 1",
+        b"X-Host: a",
+    ] {
+        assert_eq!(known(other), None, "{:?}", String::from_utf8_lossy(other));
+    }
+}
+
+#[test]
+fn targets_and_names_end_where_the_grammar_says() {
+    for len in 0..20 {
+        let mut s = vec![b'a'; len];
+        s.extend_from_slice(b" HTTP/1.1\r\n");
+        assert_eq!(target_len(&s), Some(len));
+        for stop in [0u8, b'\t', b' ', 0x7f, 0x80, 0xff] {
+            let mut s = vec![b'~'; 24];
+            s[len] = stop;
+            assert_eq!(target_len(&s), Some(len), "{stop:#x}");
+        }
+        let mut s = vec![b'x'; len];
+        s.extend_from_slice(b": value\r\n");
+        assert_eq!(field_name_len(&s), (len > 0).then_some(len));
+        for bad in [b' ', b'(', b'/', 0x80, b'\r'] {
+            let mut s = vec![b'x'; 24];
+            s[len] = bad;
+            s[22] = b':';
+            assert_eq!(field_name_len(&s), None, "{bad:#x} at {len}");
+        }
+    }
+    assert_eq!(target_len(b"/abc"), None);
+    assert_eq!(field_name_len(b"Host"), None);
+}
+
+/// Every length around the word size, every place for the one stop byte: the bytes that
+/// do not fill a word are looked at again as the last word, without the ones before.
+#[test]
+fn find_looks_at_every_byte_once() {
+    let flags = |w: u64| zero(w ^ (ONES * u64::from(b'!')));
+    for len in 0..26 {
+        let s = vec![b'a'; len];
+        assert_eq!(find(&s, flags, |b| b == b'!'), None, "{len}");
+        for at in 0..len {
+            let mut s = s.clone();
+            s[at] = b'!';
+            assert_eq!(find(&s, flags, |b| b == b'!'), Some(at), "{at} of {len}");
+            s[len - 1] = b'!';
+            assert_eq!(find(&s, flags, |b| b == b'!'), Some(at), "{at}, {len}");
+        }
+    }
+}
+
+#[test]
+fn field_values_end_at_cr_and_refuse_control_bytes() {
+    assert_eq!(field_value_len(b"\r\n"), Some(0));
+    assert_eq!(field_value_len(b"abc\r\n"), Some(3));
+    assert_eq!(
+        field_value_len(b"0123456789abcdef\t\xff\x80 ~\r\n"),
+        Some(21)
+    );
+    assert_eq!(field_value_len(b"0123456\t\t\t\t\t\t\t\t\r"), Some(15));
+    assert_eq!(field_value_len(b"abc"), None);
+    assert_eq!(field_value_len(b"a\tb\tc\td\te\tf\r"), Some(11));
+    assert_eq!(field_value_len(b"0123456789abcdef"), None);
+    for bad in (0u8..0x20)
+        .filter(|&b| b != b'\t' && b != b'\r')
+        .chain([0x7f])
+    {
+        for at in 0..20 {
+            let mut v = vec![b'x'; 24];
+            v[at] = bad;
+            v[22] = b'\r';
+            assert_eq!(field_value_len(&v), None, "{bad:#x} at {at}");
+        }
+    }
+}
+
+#[test]
+fn method_fast_path_matches_from_bytes() {
+    for token in [
+        &b"GET"[..],
+        b"POST",
+        b"HEAD",
+        b"PUT",
+        b"DELETE",
+        b"OPTIONS",
+        b"PATCH",
+        b"get",
+        b"GETS",
+        b"PURGE",
+    ] {
+        assert_eq!(
+            method_of(token).ok(),
+            Method::from_bytes(token).ok(),
+            "{token:?}"
+        );
+    }
+}
