@@ -69,7 +69,10 @@ where
     }
 
     fn poll_response(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
-        let fut = self.as_mut().as_pin_mut().expect("polled after it answered");
+        let fut = self
+            .as_mut()
+            .as_pin_mut()
+            .expect("polled after it answered");
         let output = std::task::ready!(fut.poll(cx));
         self.set(None);
         Poll::Ready(output.into_response())
