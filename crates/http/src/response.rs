@@ -26,6 +26,10 @@ pub struct Response {
     pub(crate) content_type: Option<HeaderValue>,
     /// Headers besides `Content-Type`; boxed, and `None` until there is one, so the usual
     /// response is smaller to move and has no list to drop.
+    #[allow(
+        clippy::box_collection,
+        reason = "the box is the point: 8 bytes in every response instead of a 24-byte Vec"
+    )]
     headers: Option<Box<Vec<(HeaderName, HeaderValue)>>>,
     pub(crate) body: Body,
 }
