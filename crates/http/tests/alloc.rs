@@ -67,10 +67,6 @@ fn router_answers_without_allocating_per_request() {
     let small = allocations(&mut stream, &batch, &mut buf, rounds);
     let large = allocations(&mut stream, &batch, &mut buf, 2 * rounds);
     let requests = (rounds * per_batch) as u64;
-    eprintln!(
-        "{small} allocations for {requests} requests, {large} for {}",
-        2 * requests
-    );
     // An allocation per request would add `requests`; one per batch, a 16th of that.
     assert!(
         large.saturating_sub(small) < requests / 4,
