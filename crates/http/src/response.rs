@@ -13,7 +13,7 @@ use crate::body::Body;
 /// An HTTP response.
 ///
 /// Building one allocates nothing beyond the body: `Content-Type` is a field, extra headers go
-/// in a `Vec` that stays unallocated when empty, and static bodies are borrowed.
+/// in a list that exists only once a header is added, and static bodies are borrowed.
 ///
 /// ```
 /// use volt_http::{Response, StatusCode};
@@ -24,7 +24,13 @@ use crate::body::Body;
 pub struct Response {
     pub(crate) status: StatusCode,
     pub(crate) content_type: Option<HeaderValue>,
-    pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
+    /// Headers besides `Content-Type`; boxed, and `None` until there is one, so the usual
+    /// response is smaller to move and has no list to drop.
+    #[allow(
+        clippy::box_collection,
+        reason = "the box is the point: 8 bytes in every response instead of a 24-byte Vec"
+    )]
+    headers: Option<Box<Vec<(HeaderName, HeaderValue)>>>,
     pub(crate) body: Body,
 }
 
@@ -39,7 +45,7 @@ impl Response {
         Response {
             status,
             content_type: None,
-            headers: Vec::new(),
+            headers: None,
             body: Body::empty(),
         }
     }
@@ -50,7 +56,7 @@ impl Response {
         Response {
             status: StatusCode::OK,
             content_type: Some(content_type),
-            headers: Vec::new(),
+            headers: None,
             body,
         }
     }
@@ -145,17 +151,22 @@ impl Response {
         if name == http::header::CONTENT_TYPE {
             self.content_type = Some(value);
         } else {
-            self.headers.push((name, value));
+            self.headers.get_or_insert_default().push((name, value));
         }
     }
 
     /// Whether a `Connection` header the handler set lists `close`.
     pub(crate) fn asks_to_close(&self) -> bool {
-        self.headers
+        self.headers()
             .iter()
             .filter(|(name, _)| *name == http::header::CONNECTION)
             .flat_map(|(_, value)| value.as_bytes().split(|&b| b == b','))
             .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"close"))
+    }
+
+    /// The headers besides `Content-Type`, in the order they were added.
+    pub(crate) fn headers(&self) -> &[(HeaderName, HeaderValue)] {
+        self.headers.as_deref().map_or(&[], Vec::as_slice)
     }
 
     /// The status.
@@ -168,7 +179,7 @@ impl Response {
         if name.eq_ignore_ascii_case("content-type") {
             return self.content_type.as_ref();
         }
-        self.headers
+        self.headers()
             .iter()
             .find(|(n, _)| n.as_str().eq_ignore_ascii_case(name))
             .map(|(_, v)| v)

@@ -6,6 +6,7 @@
 //! `/users/{id}` whatever order they were added in.
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -21,8 +22,7 @@ use crate::response::{IntoResponse, Response};
 use crate::service::Service;
 use crate::Request;
 
-type BoxFuture = Pin<Box<dyn Future<Output = Response>>>;
-type Handler = Box<dyn Fn(Request) -> BoxFuture + Send + Sync>;
+type Handler = Box<dyn Fn(Request) -> Running + Send + Sync>;
 
 fn boxed<H, Fut, R>(handler: H) -> Handler
 where
@@ -30,10 +30,110 @@ where
     Fut: Future<Output = R> + 'static,
     R: IntoResponse,
 {
-    Box::new(move |req| {
-        let fut = handler(req);
-        Box::pin(async move { fut.await.into_response() })
-    })
+    Box::new(move |req| Running::start(handler(req)))
+}
+
+/// A handler's future, in a box that outlives it.
+///
+/// The router holds handlers of many types, so their futures are boxed; but once a future is
+/// done its box goes to a pool of this thread's spare boxes, and the next request to a handler
+/// of the same type reuses it. A request thus allocates nothing for its handler (a `malloc`
+/// and a `free` were ~140 instructions of a keep-alive request's ~4,100). The box is `None`
+/// only while `Running` is dropped.
+struct Running(Option<Pin<Box<dyn Slot>>>);
+
+/// The room for one type of future: `Option<Fut>`, `None` while the box is spare.
+trait Slot {
+    /// Moves `fresh` (an `Option<Fut>` holding a future not yet polled) into this slot if the
+    /// slot is for its type; false otherwise.
+    fn start(self: Pin<&mut Self>, fresh: &mut dyn Any) -> bool;
+    /// Polls the future; once it is done the slot is emptied.
+    fn poll_response(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response>;
+    /// Drops the future (a request abandoned before it was answered).
+    fn clear(self: Pin<&mut Self>);
+}
+
+impl<Fut> Slot for Option<Fut>
+where
+    Fut: Future + 'static,
+    Fut::Output: IntoResponse,
+{
+    fn start(mut self: Pin<&mut Self>, fresh: &mut dyn Any) -> bool {
+        match fresh.downcast_mut::<Option<Fut>>() {
+            Some(fut) => {
+                self.set(fut.take());
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn poll_response(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
+        let fut = self
+            .as_mut()
+            .as_pin_mut()
+            .expect("polled after it answered");
+        let output = std::task::ready!(fut.poll(cx));
+        self.set(None);
+        Poll::Ready(output.into_response())
+    }
+
+    fn clear(mut self: Pin<&mut Self>) {
+        self.set(None);
+    }
+}
+
+thread_local! {
+    /// Boxes of finished handler futures, each empty, for the next requests on this thread.
+    static SPARE: RefCell<Vec<Pin<Box<dyn Slot>>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Most spare boxes a thread keeps (they hold their futures' size each).
+const SPARE_MAX: usize = 64;
+
+impl Running {
+    /// Puts `fut` in a spare box made for its type, or in a new one.
+    fn start<Fut>(fut: Fut) -> Running
+    where
+        Fut: Future + 'static,
+        Fut::Output: IntoResponse,
+    {
+        let mut fresh = Some(fut);
+        let reused = SPARE.with(|spare| {
+            let mut spare = spare.borrow_mut();
+            // The last box given back is the likeliest match: a keep-alive client tends to
+            // ask the same route again.
+            let i = spare
+                .iter_mut()
+                .rposition(|slot| slot.as_mut().start(&mut fresh))?;
+            Some(spare.swap_remove(i))
+        });
+        Running(Some(reused.unwrap_or_else(|| Box::pin(fresh))))
+    }
+}
+
+impl Future for Running {
+    type Output = Response;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
+        let slot = self.0.as_mut().expect("a running handler has its box");
+        slot.as_mut().poll_response(cx)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let Some(mut slot) = self.0.take() else {
+            return;
+        };
+        slot.as_mut().clear();
+        SPARE.with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if spare.len() < SPARE_MAX {
+                spare.push(slot);
+            }
+        });
+    }
 }
 
 /// Routes requests to handlers by method and path.
@@ -292,7 +392,7 @@ impl Router {
 }
 
 enum Dispatch<'a> {
-    Handler(BoxFuture),
+    Handler(Running),
     Status(StatusCode, Option<&'a HeaderValue>),
 }
 
@@ -387,7 +487,7 @@ impl Future for Dispatch<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
         match self.get_mut() {
-            Dispatch::Handler(fut) => fut.as_mut().poll(cx),
+            Dispatch::Handler(running) => Pin::new(running).poll(cx),
             Dispatch::Status(status, allow) => Poll::Ready(status_response(*status, *allow)),
         }
     }

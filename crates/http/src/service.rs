@@ -10,7 +10,8 @@ use crate::Request;
 ///
 /// The returned future need not be `Send`: each worker polls it on its own thread. A service
 /// made with [`service_fn`] allocates nothing per request; the router boxes each handler's
-/// future once.
+/// future, in a box reused from request to request (a handler's future is allocated only
+/// while more of its kind are running at once than ever before on that worker).
 pub trait Service: Send + Sync + 'static {
     /// Handles one request.
     fn call(&self, req: Request) -> impl Future<Output = Response>;

@@ -360,13 +360,23 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
     }
     let req = Request::from_parts(parts.clone(), body);
 
-    let mut response = match call(io, service, req).await {
-        Some(r) => r,
-        None => {
-            keep_alive = false;
-            Error::new(StatusCode::INTERNAL_SERVER_ERROR, "internal server error").into_response()
+    let mut panicked = false;
+    let mut response = {
+        let mut fut = pin!(service.call(req));
+        let mut poll = |cx: &mut Context<'_>| poll_caught(fut.as_mut(), cx, &mut panicked);
+        // Most handlers answer at the first poll. One that has to wait first gets the
+        // responses before it flushed, so it does not hold them back.
+        match poll_fn(|cx| Poll::Ready(poll(cx))).await {
+            Poll::Ready(r) => r,
+            Poll::Pending => {
+                io.flush().await;
+                poll_fn(poll).await
+            }
         }
     };
+    if panicked {
+        keep_alive = false;
+    }
     // What the handler left of the body is skipped after the response is written (below), as
     // the client may hold the rest back until it has the answer. Here only whether skipping
     // can work decides `Connection`.
@@ -447,30 +457,17 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
     }
 }
 
-/// Calls the service, catching a panic (`None`). If the handler has to wait, responses
-/// already encoded are flushed first.
-async fn call<S: Service>(io: &ConnIo, service: &S, req: Request) -> Option<Response> {
-    let mut fut = pin!(service.call(req));
-    let mut poll = |cx: &mut std::task::Context<'_>| match catch_unwind(AssertUnwindSafe(|| {
-        fut.as_mut().poll(cx)
-    })) {
-        Ok(Poll::Ready(r)) => Poll::Ready(Some(r)),
-        Ok(Poll::Pending) => Poll::Pending,
-        Err(_) => Poll::Ready(None),
-    };
-    let mut first = true;
-    let once = poll_fn(|cx| {
-        if std::mem::take(&mut first) {
-            poll(cx).map(Some)
-        } else {
-            Poll::Ready(None)
-        }
-    });
-    if let Some(done) = once.await {
-        return done;
-    }
-    io.flush().await;
-    poll_fn(poll).await
+/// Polls a handler's future. A panic answers 500 and sets `panicked`.
+fn poll_caught(
+    fut: Pin<&mut impl Future<Output = Response>>,
+    cx: &mut Context<'_>,
+    panicked: &mut bool,
+) -> Poll<Response> {
+    catch_unwind(AssertUnwindSafe(|| fut.poll(cx))).unwrap_or_else(|_| {
+        *panicked = true;
+        let e = Error::new(StatusCode::INTERNAL_SERVER_ERROR, "internal server error");
+        Poll::Ready(e.into_response())
+    })
 }
 
 /// Whether a first line whose version did not parse still reads as an HTTP/1 request line:
@@ -508,7 +505,7 @@ fn encode_head(
         w.extend_from_slice(ct.as_bytes());
         w.extend_from_slice(b"\r\n");
     }
-    for (name, value) in &response.headers {
+    for (name, value) in response.headers() {
         if is_managed(name) {
             continue;
         }

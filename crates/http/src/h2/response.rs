@@ -95,7 +95,7 @@ where
         if let Some(ct) = &response.content_type {
             block.field(b"content-type", ct.as_bytes());
         }
-        for (name, value) in &response.headers {
+        for (name, value) in response.headers() {
             if !is_managed(name) {
                 block.field(name.as_str().as_bytes(), value.as_bytes());
             }
