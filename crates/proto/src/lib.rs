@@ -66,10 +66,13 @@ mod body;
 mod date;
 mod encode;
 mod error;
+#[cfg(test)]
+mod generate;
 pub mod h2;
 mod headers;
 mod request;
 mod response;
+mod scan;
 
 pub use body::{BodyDecoder, MAX_CHUNK_LINE};
 pub use date::http_date;
@@ -83,7 +86,7 @@ pub use http::{HeaderName, HeaderValue, Method, StatusCode, Version};
 #[doc(hidden)]
 pub use request::fuzz_request_head;
 pub use request::{parse_request, parse_request_into, RequestHead};
-pub use response::{parse_response, ResponseHead};
+pub use response::{parse_response, parse_response_into, ResponseHead};
 
 /// Size limits for parsing a message head.
 ///
