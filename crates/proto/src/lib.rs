@@ -88,6 +88,9 @@ pub use http::{HeaderName, HeaderValue, Method, StatusCode, Version};
 #[doc(hidden)]
 pub use request::fuzz_request_head;
 pub use request::{parse_request, parse_request_into, RequestHead};
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub use response::fuzz_response_head;
 pub use response::{parse_response, parse_response_into, ResponseHead};
 
 /// Size limits for parsing a message head.

@@ -461,8 +461,10 @@ fn walk_response(buf: &[u8], max_headers: usize) -> Walk {
     walk_fields(buf, pos + 2, max_headers)
 }
 
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 mod differential;
+#[cfg(fuzzing)]
+pub use differential::fuzz_response_head;
 
 #[cfg(test)]
 mod tests;
