@@ -494,4 +494,6 @@ mod tests;
 #[cfg(any(test, fuzzing))]
 mod differential;
 #[cfg(fuzzing)]
+pub(crate) use differential::fuzz_input;
+#[cfg(fuzzing)]
 pub use differential::fuzz_request_head;

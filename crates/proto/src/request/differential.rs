@@ -7,23 +7,12 @@
 
 use super::*;
 
-/// Fuzz entry: the first byte picks the limits (default, or tight ones from the next three
-/// bytes), the rest is the head. Panics on any disagreement, as [`check`] does.
+/// Fuzz entry: the first byte picks the limits (see [`fuzz_input`]), the rest is the head.
+/// Panics on any disagreement, as [`check`] does.
 #[cfg(fuzzing)]
 pub fn fuzz_request_head(data: &[u8]) {
-    let Some((&mode, rest)) = data.split_first() else {
+    let Some((mode, limits, input)) = fuzz_input(data) else {
         return;
-    };
-    let (limits, input) = match rest {
-        [a, b, c, input @ ..] if mode & 1 == 1 => (
-            Limits {
-                max_head_bytes: usize::from(*a) * 2,
-                max_headers: usize::from(*b % 80),
-                max_uri_len: usize::from(*c),
-            },
-            input,
-        ),
-        _ => (Limits::default(), rest),
     };
     check(input, &limits);
     // A prefix of an accepted head is only ever "need more bytes".
@@ -31,6 +20,26 @@ pub fn fuzz_request_head(data: &[u8]) {
         let cut = usize::from(mode >> 1) % head.head_len.max(1);
         assert_eq!(parse_request(&input[..cut], &limits), Ok(None));
     }
+}
+
+/// A fuzz target's input, for requests and responses alike: the first byte is a mode, the
+/// rest the head. Bit 0 of the mode asks for tight limits, taken from the next three bytes
+/// (the head follows them); the default limits otherwise. The other bits are the target's.
+#[cfg(fuzzing)]
+pub(crate) fn fuzz_input(data: &[u8]) -> Option<(u8, Limits, &[u8])> {
+    let (&mode, rest) = data.split_first()?;
+    Some(match rest {
+        [a, b, c, input @ ..] if mode & 1 == 1 => (
+            mode,
+            Limits {
+                max_head_bytes: usize::from(*a) * 2,
+                max_headers: usize::from(*b % 80),
+                max_uri_len: usize::from(*c),
+            },
+            input,
+        ),
+        _ => (mode, Limits::default(), rest),
+    })
 }
 
 /// What plain httparse says of a head the fast path took.

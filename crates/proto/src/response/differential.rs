@@ -7,25 +7,16 @@
 //! built with `--cfg fuzzing`, where the crate exports it as `fuzz_response_head`.
 
 use super::*;
+#[cfg(fuzzing)]
+use crate::request::fuzz_input;
 
-/// Fuzz entry: the first byte picks the limits (default, or tight ones from the next three
-/// bytes) and whether the response answers a `HEAD`; the rest is the head. Panics on any
-/// disagreement, as [`check`] does.
+/// Fuzz entry: the first byte picks the limits (see [`fuzz_input`]) and, in bit 1, whether the
+/// response answers a `HEAD`; the rest is the head. Panics on any disagreement, as [`check`]
+/// does.
 #[cfg(fuzzing)]
 pub fn fuzz_response_head(data: &[u8]) {
-    let Some((&mode, rest)) = data.split_first() else {
+    let Some((mode, limits, input)) = fuzz_input(data) else {
         return;
-    };
-    let (limits, input) = match rest {
-        [a, b, c, input @ ..] if mode & 1 == 1 => (
-            Limits {
-                max_head_bytes: usize::from(*a) * 2,
-                max_headers: usize::from(*b % 80),
-                max_uri_len: usize::from(*c),
-            },
-            input,
-        ),
-        _ => (Limits::default(), rest),
     };
     let head_request = mode & 2 == 2;
     check(input, &limits, head_request);
