@@ -1,12 +1,13 @@
 //! The HTTP/1.1 response reader: finds where each response ends in the bytes a connection
 //! received. Sans-I/O: it is handed slices and says how much of them it used.
 //!
-//! Heads are parsed by `volt_proto::parse_response`; bodies are skipped according to their
+//! Heads are parsed by `volt_proto::parse_response_into`, into one head kept for the
+//! connection; bodies are skipped according to their
 //! framing (`Content-Length`, `chunked` through `volt_proto::BodyDecoder`, or until close).
 //! Interim `1xx` responses are skipped: the request they precede is still waiting for its
 //! final response.
 
-use volt_proto::{parse_response, BodyDecoder, BodyKind, Limits, ParseError, ResponseHead};
+use volt_proto::{parse_response_into, BodyDecoder, BodyKind, Limits, ParseError, ResponseHead};
 
 /// A response that ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +50,9 @@ pub(crate) struct ResponseReader {
     /// the state stays small; a fresh one is assigned per body (that allocates nothing).
     chunked: BodyDecoder,
     limits: Limits,
+    /// Every head of the connection is parsed into this one, so its span array is reused and
+    /// no head is moved.
+    head: ResponseHead,
 }
 
 impl ResponseReader {
@@ -57,6 +61,7 @@ impl ResponseReader {
             state: State::Head,
             chunked: BodyDecoder::new(BodyKind::Empty),
             limits: Limits::default(),
+            head: ResponseHead::default(),
         }
     }
 
@@ -82,15 +87,16 @@ impl ResponseReader {
             match &mut self.state {
                 State::Head => {
                     let rest = &input[used..];
-                    let Some(head) = parse_response(rest, &self.limits, head_request)? else {
+                    let head = &mut self.head;
+                    if !parse_response_into(rest, &self.limits, head_request, head)? {
                         return Ok(Step::NeedMore(used));
-                    };
+                    }
                     used += head.head_len;
                     let status = head.status.as_u16();
                     if (100..200).contains(&status) && status != 101 {
                         continue; // interim: the final response follows
                     }
-                    inspect(&head, &rest[..head.head_len]);
+                    inspect(head, &rest[..head.head_len]);
                     let response = Response {
                         status,
                         keep_alive: head.keep_alive,

@@ -1,4 +1,5 @@
-//! Cost of the hot path: parse a request head, encode a response.
+//! Cost of the hot paths: parse a request head, parse a response head (as `volt bench` does),
+//! encode a response.
 //!
 //! ```text
 //! cargo build --release -p volt-proto --example parse_speed
@@ -10,7 +11,9 @@
 //! Four heads: `tiny` (request line and Host only, as a pipelined benchmark client sends),
 //! `wrk` (the TechEmpower plaintext request: Host, a long Accept, Connection), `json` (the
 //! same headers on `GET /json`, the TechEmpower keep-alive JSON request) and `browser`
-//! (twelve fields, as a browser sends).
+//! (twelve fields, as a browser sends). Two response heads: `volt-res` (the techempower
+//! example's plaintext response: Server, Date, Content-Type, Content-Length) and `nginx-res`
+//! (nginx's, which adds `Connection: keep-alive`), parsed as a load generator parses them.
 //!
 //! On a shared machine wall-clock numbers wander; instruction counts do not. The callgrind
 //! form counts only the instructions inside `parse_many` (the `--toggle-collect`), so the
@@ -23,8 +26,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use volt_proto::{
-    parse_request_into, write_content_length, write_header, write_status_line, Limits, RequestHead,
-    StatusCode, Version,
+    parse_request_into, parse_response_into, write_content_length, write_header, write_status_line,
+    Limits, RequestHead, ResponseHead, StatusCode, Version,
 };
 
 const TINY: &[u8] = b"GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n";
@@ -53,6 +56,21 @@ Sec-Fetch-Dest: document\r\n\
 Sec-Fetch-Mode: navigate\r\n\
 Sec-Fetch-Site: same-origin\r\n\r\n";
 
+const VOLT_RES: &[u8] = b"HTTP/1.1 200 OK\r\n\
+Server: volt\r\n\
+Date: Tue, 24 Nov 2026 03:45:54 GMT\r\n\
+Content-Type: text/plain\r\n\
+content-length: 13\r\n\r\n";
+
+const NGINX_RES: &[u8] = b"HTTP/1.1 200 OK\r\n\
+Server: nginx/1.22.1\r\n\
+Date: Tue, 24 Nov 2026 03:45:54 GMT\r\n\
+Content-Type: text/plain\r\n\
+Content-Length: 13\r\n\
+Connection: keep-alive\r\n\r\n";
+
+const RESPONSES: [(&str, &[u8]); 2] = [("volt-res", VOLT_RES), ("nginx-res", NGINX_RES)];
+
 const HEADS: [(&str, &[u8]); 4] = [
     ("tiny", TINY),
     ("wrk", WRK),
@@ -66,6 +84,19 @@ fn parse_with_volt(head: &[u8], limits: &Limits, into: &mut RequestHead) {
     let parsed = parse_request_into(black_box(head), limits, into);
     assert!(matches!(parsed, Ok(true)));
     black_box(&into);
+}
+
+fn parse_response_with_volt(head: &[u8], limits: &Limits, into: &mut ResponseHead) {
+    let parsed = parse_response_into(black_box(head), limits, false, into);
+    assert!(matches!(parsed, Ok(true)));
+    black_box(&into);
+}
+
+fn parse_response_with_httparse(head: &[u8]) {
+    let mut headers = [httparse::EMPTY_HEADER; 16];
+    let mut res = httparse::Response::new(&mut headers);
+    black_box(res.parse(black_box(head)).unwrap());
+    black_box(&res);
 }
 
 fn parse_with_httparse(head: &[u8]) {
@@ -102,16 +133,26 @@ fn time(mut f: impl FnMut()) -> f64 {
 fn main() {
     let limits = Limits::default();
     let mut into = RequestHead::default();
+    let mut into_response = ResponseHead::default();
     let args: Vec<String> = std::env::args().collect();
     if let [_, which, head, count] = &args[..] {
         let count: u32 = count.parse().expect("a parse count");
-        let Some(&(_, head)) = HEADS.iter().find(|(name, _)| name == head) else {
-            panic!("unknown head {head:?}: use tiny, wrk, json or browser");
+        let find = |heads: &[(&str, &'static [u8])]| {
+            heads.iter().find(|(name, _)| name == head).map(|&(_, h)| h)
         };
-        match which.as_str() {
-            "proto" => parse_many(count, || parse_with_volt(head, &limits, &mut into)),
-            "httparse" => parse_many(count, || parse_with_httparse(head)),
-            other => panic!("unknown parser {other:?}: use proto or httparse"),
+        match (which.as_str(), find(&HEADS), find(&RESPONSES)) {
+            ("proto", Some(head), _) => {
+                parse_many(count, || parse_with_volt(head, &limits, &mut into))
+            }
+            ("httparse", Some(head), _) => parse_many(count, || parse_with_httparse(head)),
+            ("proto", _, Some(res)) => parse_many(count, || {
+                parse_response_with_volt(res, &limits, &mut into_response)
+            }),
+            ("httparse", _, Some(res)) => parse_many(count, || parse_response_with_httparse(res)),
+            (_, None, None) => {
+                panic!("unknown head {head:?}: use tiny, wrk, json, browser, volt-res or nginx-res")
+            }
+            (other, ..) => panic!("unknown parser {other:?}: use proto or httparse"),
         }
         return;
     }
@@ -120,6 +161,12 @@ fn main() {
         let ns = time(|| parse_with_volt(head, &limits, &mut into));
         println!("parse_request {name} ({} bytes): {ns:.1} ns", head.len());
         let ns = time(|| parse_with_httparse(head));
+        println!("httparse alone {name}: {ns:.1} ns");
+    }
+    for (name, res) in RESPONSES {
+        let ns = time(|| parse_response_with_volt(res, &limits, &mut into_response));
+        println!("parse_response {name} ({} bytes): {ns:.1} ns", res.len());
+        let ns = time(|| parse_response_with_httparse(res));
         println!("httparse alone {name}: {ns:.1} ns");
     }
 

@@ -288,7 +288,7 @@ impl Framing {
     /// Several `Content-Length` lines, or a comma list in one, are fine while every value is
     /// the same number (RFC 9112 §6.3 item 5); anything else is an error. Empty list elements
     /// are not tolerated here: `Content-Length` is a number, not a list.
-    fn add_content_length(&mut self, value: &[u8]) {
+    pub(crate) fn add_content_length(&mut self, value: &[u8]) {
         if self.error.is_some() {
             return;
         }

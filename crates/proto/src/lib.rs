@@ -50,8 +50,10 @@
 //! - `request`: request head parsing. A clean, complete head is walked once by a hand-written
 //!   parser; anything else (unfinished, rejected, unusual) goes through `httparse` and the
 //!   strict re-walk, which say "need more bytes" or name the rule broken.
-//! - `response`: response head parsing (one `httparse` call, then a single pass over the
-//!   header fields).
+//! - `response`: response head parsing, the same way: a hand-written walk of clean heads,
+//!   `httparse` and the strict re-walk for the rest.
+//! - `scan`: what the two hand-written walks share: word-at-a-time scanners, whole-word
+//!   matches of known field names, and the walk over the field lines.
 //! - `headers`: what both heads share: framing fields, span arithmetic, and the strict re-walk
 //!   that names the exact rule a rejected head broke.
 //! - `body`: the [`BodyDecoder`] state machine.
@@ -66,10 +68,13 @@ mod body;
 mod date;
 mod encode;
 mod error;
+#[cfg(test)]
+mod generate;
 pub mod h2;
 mod headers;
 mod request;
 mod response;
+mod scan;
 
 pub use body::{BodyDecoder, MAX_CHUNK_LINE};
 pub use date::http_date;
@@ -83,7 +88,10 @@ pub use http::{HeaderName, HeaderValue, Method, StatusCode, Version};
 #[doc(hidden)]
 pub use request::fuzz_request_head;
 pub use request::{parse_request, parse_request_into, RequestHead};
-pub use response::{parse_response, ResponseHead};
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub use response::fuzz_response_head;
+pub use response::{parse_response, parse_response_into, ResponseHead};
 
 /// Size limits for parsing a message head.
 ///

@@ -8,7 +8,8 @@ use crate::headers::{
     classify_version, is_tchar, is_valid_host, offset, only_crlfs, scan_fields, skip_empty_lines,
     span_of, spill_slots, walk_fields, Framing, TransferCodings, VersionClass, Walk,
 };
-use crate::{find_header, BodyKind, HeaderSpan, HeaderSpans, Limits, ParseError, Span};
+use crate::scan::{below, clean_fields, find, is_connection, load, zero, Known, NameWord, ONES};
+use crate::{find_header, BodyKind, HeaderSpans, Limits, ParseError, Span};
 
 /// Header slots on the stack. A head with more fields than this (under a limit that allows
 /// them) is parsed a second time into a heap array; typical heads have fewer than ten.
@@ -324,64 +325,16 @@ fn parse_clean(
     head.method = method;
     head.version = version;
     head.target = target;
-    head.headers.clear();
     let mut framing = Framing::default();
-    let mut fields_left = limits.max_headers;
-    // Field lines: field-name ":" OWS field-value OWS CRLF, until the empty line.
-    loop {
-        if buf.get(pos..pos + 2)? == b"\r\n" {
-            pos += 2;
-            break;
-        }
-        let (name_len, known) = match known_name(&buf[pos..]) {
-            Some(known) => known,
-            None => (field_name_len(&buf[pos..])?, Known::Other),
-        };
-        fields_left = fields_left.checked_sub(1)?;
-        let name = Span {
-            start: pos as u32,
-            end: (pos + name_len) as u32,
-        };
-        // OWS, the value up to CR, OWS. Leading OWS is stepped over first (a known name was
-        // matched with the colon and one SP), trailing OWS is trimmed back from the CR
-        // (usually none): the scan let no whitespace but SP and HTAB through, so ASCII
-        // whitespace is OWS there.
-        let after = if matches!(known, Known::Other) { 1 } else { 2 };
-        let mut start = pos + name_len + after;
-        while let Some(b' ' | b'\t') = buf.get(start) {
-            start += 1;
-        }
-        let cr = start + field_value_len(buf.get(start..)?)?;
-        if *buf.get(cr + 1)? != b'\n' {
-            return None;
-        }
-        let value = &buf[start..cr];
-        let value = Span {
-            start: start as u32,
-            end: (start + value.trim_ascii_end().len()) as u32,
-        };
-        head.headers.push(HeaderSpan { name, value });
-        match known {
-            Known::Host => framing.add_host(value),
-            Known::Connection => framing.add_connection(value.get(buf)),
-            Known::Plain => {}
-            Known::Other => framing.add(name.get(buf), value.get(buf), value),
-        }
-        pos = cr + 2;
-    }
-    head.head_len = pos;
+    head.head_len = clean_fields(
+        buf,
+        pos,
+        limits.max_headers,
+        &mut head.headers,
+        &mut framing,
+        known_name,
+    )?;
     Some(apply_fields(head, buf, framing))
-}
-
-/// What [`known_name`] found (or `Other`, when it found nothing).
-#[derive(Clone, Copy)]
-enum Known {
-    Host,
-    Connection,
-    /// A field that takes no part in framing.
-    Plain,
-    /// Any other field: its name decides.
-    Other,
 }
 
 /// The fields of nearly every request, matched whole (name, colon and the SP every client
@@ -392,131 +345,13 @@ enum Known {
 fn known_name(s: &[u8]) -> Option<(usize, Known)> {
     const HOST: NameWord = NameWord::new(b"host: ");
     const ACCEPT: NameWord = NameWord::new(b"accept: ");
-    // `connection: ` is 12 bytes: two words, overlapping.
-    const CONNECTI: NameWord = NameWord::new(b"connecti");
-    const NECTION: NameWord = NameWord::new(b"ection: ");
     let word = load(s, 0);
     match word as u8 | 0x20 {
         b'h' if HOST.matches(word) => Some((4, Known::Host)),
         b'a' if ACCEPT.matches(word) => Some((6, Known::Plain)),
-        b'c' if CONNECTI.matches(word) && NECTION.matches(load(s, 4)) => {
-            Some((10, Known::Connection))
-        }
+        b'c' if is_connection(s, word) => Some((10, Known::Connection)),
         _ => None,
     }
-}
-
-/// Up to eight bytes of a lowercase field name (and the colon and SP after it) as the low
-/// bytes of a little-endian word, to compare a word of input with, letters in either case.
-///
-/// OR-ing 0x20 into a byte lowercases an ASCII letter, and maps nothing else onto a
-/// lowercase letter; it is OR-ed into the letters' places only, so the other bytes (the
-/// colon, the SP) match only themselves.
-#[derive(Clone, Copy)]
-struct NameWord {
-    /// The bytes, lowercase.
-    bytes: u64,
-    /// 0xFF in the places of the bytes.
-    mask: u64,
-    /// 0x20 in the places of the letters.
-    fold: u64,
-}
-
-impl NameWord {
-    const fn new(name: &[u8]) -> NameWord {
-        let mut word = NameWord {
-            bytes: 0,
-            mask: 0,
-            fold: 0,
-        };
-        let mut i = 0;
-        while i < name.len() {
-            let shift = 8 * i;
-            word.bytes |= (name[i] as u64) << shift;
-            word.mask |= 0xff << shift;
-            if name[i].is_ascii_lowercase() {
-                word.fold |= 0x20 << shift;
-            }
-            i += 1;
-        }
-        word
-    }
-
-    #[inline(always)]
-    fn matches(self, word: u64) -> bool {
-        (word | self.fold) & self.mask == self.bytes
-    }
-}
-
-/// The eight bytes of `s` from `at` as a little-endian word, zero bytes in place of those past
-/// the end of `s`.
-#[inline(always)]
-fn load(s: &[u8], at: usize) -> u64 {
-    let mut word = [0u8; 8];
-    match s.get(at..at + 8) {
-        Some(whole) => word.copy_from_slice(whole),
-        None => {
-            let part = s.get(at..).unwrap_or_default();
-            word[..part.len()].copy_from_slice(part);
-        }
-    }
-    u64::from_le_bytes(word)
-}
-
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
-
-/// Flags (bit 7 of each byte) the bytes of `w` below `n` (`n` ≤ 0x80).
-#[inline(always)]
-fn below(w: u64, n: u8) -> u64 {
-    w.wrapping_sub(ONES * u64::from(n)) & !w
-}
-
-/// Flags the zero bytes of `w`.
-#[inline(always)]
-fn zero(w: u64) -> u64 {
-    w.wrapping_sub(ONES) & !w
-}
-
-/// Index of the first byte of `s` that `stop` holds for, two 8-byte words a step: `flags` marks
-/// (in bit 7 of each byte of a little-endian word) the bytes `stop` holds for. The marks
-/// come from [`below`] and [`zero`], whose lowest mark is always exact (a borrow only runs
-/// upward from a byte with a true mark, so marks it causes sit above a true one); only the
-/// lowest is used.
-///
-/// The last bytes that do not fill a word are looked at as the last eight bytes of `s`, with
-/// the marks of the bytes already looked at dropped: those bytes hold no true mark, so they
-/// cause no false ones either. Only an `s` shorter than a word is walked byte by byte.
-#[inline(always)]
-fn find(s: &[u8], flags: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> Option<usize> {
-    let marks = |word: &[u8]| Some(flags(u64::from_le_bytes(word.try_into().ok()?)) & HIGH);
-    let lowest = |marks: u64| (marks.trailing_zeros() / 8) as usize;
-    let mut i = 0;
-    // Two words a step: one test and one loop branch for both.
-    while let Some(pair) = s.get(i..i + 16) {
-        let (low, high) = (marks(&pair[..8])?, marks(&pair[8..])?);
-        if low | high != 0 {
-            let at = if low != 0 {
-                lowest(low)
-            } else {
-                8 + lowest(high)
-            };
-            return Some(i + at);
-        }
-        i += 16;
-    }
-    if let Some(word) = s.get(i..i + 8) {
-        let marks = marks(word)?;
-        if marks != 0 {
-            return Some(i + lowest(marks));
-        }
-        i += 8;
-    }
-    let Some(last) = s.len().checked_sub(8) else {
-        return s.iter().position(|&b| stop(b));
-    };
-    let marks = marks(&s[last..])? & (!0u64).checked_shl(((i - last) * 8) as u32)?;
-    (marks != 0).then(|| last + lowest(marks))
 }
 
 /// Length of the request target at the start of `s`: visible ASCII (0x21-0x7E) up to the
@@ -528,43 +363,6 @@ fn target_len(s: &[u8]) -> Option<usize> {
         |w| below(w, 0x21) | w | zero(w ^ (ONES * 0x7f)),
         |b| !b.is_ascii_graphic(),
     )
-}
-
-/// Length of the field name at the start of `s`, if it is a token ended by `:`. `None` for
-/// anything else (the general path names the fault).
-#[inline]
-fn field_name_len(s: &[u8]) -> Option<usize> {
-    // Every byte that ends a token in a well-formed line is `:`, a control byte, SP, DEL or
-    // non-ASCII; the few other delimiters (`(`, `/`, ...) are caught by the table walk.
-    let n = find(
-        s,
-        |w| below(w, 0x21) | w | zero(w ^ (ONES * 0x7f)) | zero(w ^ (ONES * u64::from(b':'))),
-        |b| b == b':' || b <= b' ' || b >= 0x7f,
-    )?;
-    let name = &s[..n];
-    let token = name.iter().fold(true, |ok, &b| ok & is_tchar(b));
-    (token && n > 0 && s[n] == b':').then_some(n)
-}
-
-/// Length of a field value up to the CR that ends its line, with every byte checked to be
-/// `field-vchar`, SP, HTAB or obs-text. `None` if a byte is not (a bare LF, a control byte,
-/// DEL) or no CR comes. HTAB is the one control byte a value may hold.
-#[inline]
-fn field_value_len(s: &[u8]) -> Option<usize> {
-    let mut from = 0;
-    loop {
-        let at = from
-            + find(
-                &s[from..],
-                |w| below(w, 0x20) | zero(w ^ (ONES * 0x7f)),
-                |b| b < 0x20 || b == 0x7f,
-            )?;
-        match s[at] {
-            b'\r' => return Some(at),
-            b'\t' => from = at + 1,
-            _ => return None,
-        }
-    }
 }
 
 /// The method named by `token`. The common ones are matched on their bytes: `Method::from_bytes`
@@ -695,5 +493,7 @@ mod tests;
 
 #[cfg(any(test, fuzzing))]
 mod differential;
+#[cfg(fuzzing)]
+pub(crate) use differential::fuzz_input;
 #[cfg(fuzzing)]
 pub use differential::fuzz_request_head;

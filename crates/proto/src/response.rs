@@ -6,9 +6,10 @@ use http::{StatusCode, Version};
 
 use crate::headers::{
     classify_version, is_field_value_byte, offset, only_crlfs, scan_fields, skip_empty_lines,
-    spill_slots, walk_fields, TransferCodings, VersionClass, Walk,
+    spill_slots, walk_fields, Framing, TransferCodings, VersionClass, Walk,
 };
 use crate::request::{head_cap, head_window, STACK_HEADERS};
+use crate::scan::{clean_fields, field_value_len, is_connection, load, Known, NameWord};
 use crate::{find_header, BodyKind, HeaderSpans, Limits, ParseError, Span};
 
 /// A parsed response head. Spans point into the buffer given to [`parse_response`].
@@ -56,6 +57,163 @@ impl ResponseHead {
 /// A [`ParseError`] naming the first rule the head breaks. Returns `Ok(None)` while the head
 /// is incomplete and within [`Limits::max_head_bytes`].
 pub fn parse_response(
+    buf: &[u8],
+    limits: &Limits,
+    head_request: bool,
+) -> Result<Option<ResponseHead>, ParseError> {
+    let mut head = ResponseHead::default();
+    Ok(parse_response_into(buf, limits, head_request, &mut head)?.then_some(head))
+}
+
+/// [`parse_response`] into a head the caller keeps: `Ok(true)` when `head` now holds a
+/// complete head, `Ok(false)` when more bytes are needed. A client parses every response of
+/// a connection into one head this way, so the head is neither returned by value nor moved,
+/// and its span array is reused.
+///
+/// On `Ok(false)` and on errors, `head` holds no meaningful value.
+///
+/// # Errors
+///
+/// As [`parse_response`].
+pub fn parse_response_into(
+    buf: &[u8],
+    limits: &Limits,
+    head_request: bool,
+    head: &mut ResponseHead,
+) -> Result<bool, ParseError> {
+    match parse_clean(buf, limits, head_request, head) {
+        Some(done) => done.map(|()| true),
+        None => match parse_general(buf, limits, head_request)? {
+            Some(general) => {
+                *head = general;
+                Ok(true)
+            }
+            None => Ok(false),
+        },
+    }
+}
+
+impl Default for ResponseHead {
+    /// An empty `200` head, to parse into with [`parse_response_into`].
+    fn default() -> Self {
+        ResponseHead {
+            version: Version::HTTP_11,
+            status: StatusCode::OK,
+            reason: Span::default(),
+            headers: HeaderSpans::new(),
+            head_len: 0,
+            body: BodyKind::Empty,
+            keep_alive: false,
+        }
+    }
+}
+
+/// The fast path: one pass over a head that is complete and follows the strict grammar (no
+/// leading empty lines, a status code of 100 to 999), as the request parser's fast path does
+/// and with the same scanners. `None` for anything else: [`parse_general`] then decides, so
+/// errors and "need more bytes" come from one place. The framing rules after the grammar
+/// ([`apply_fields`]) are shared, so their errors come from here directly.
+#[inline]
+fn parse_clean(
+    buf: &[u8],
+    limits: &Limits,
+    head_request: bool,
+    head: &mut ResponseHead,
+) -> Option<Result<(), ParseError>> {
+    let buf = head_window(buf, limits);
+    // Nearly every response a load generator reads starts this way: one compare of two words
+    // and a byte for the whole status line.
+    const OK_LINE: &[u8; 17] = b"HTTP/1.1 200 OK\r\n";
+    let line_end = if buf.get(..17).is_some_and(|line| line == OK_LINE) {
+        head.version = Version::HTTP_11;
+        head.status = StatusCode::OK;
+        head.reason = Span { start: 13, end: 15 };
+        15
+    } else {
+        status_line(buf, head)?
+    };
+    let mut framing = Framing::default();
+    head.head_len = clean_fields(
+        buf,
+        line_end + 2,
+        limits.max_headers,
+        &mut head.headers,
+        &mut framing,
+        known_name,
+    )?;
+    Some(apply_fields(head, framing, head_request))
+}
+
+/// Any other clean status line, `HTTP-version SP 3DIGIT [SP reason-phrase] CRLF`: fills in
+/// `head`'s version, status and reason and returns where the CRLF starts. `None` for anything
+/// the strict grammar does not take, or does not take as a status code of 100 to 999.
+#[inline]
+fn status_line(buf: &[u8], head: &mut ResponseHead) -> Option<usize> {
+    let version: &[u8; 9] = buf.get(..9)?.try_into().ok()?;
+    head.version = if version == b"HTTP/1.1 " {
+        Version::HTTP_11
+    } else if version == b"HTTP/1.0 " {
+        Version::HTTP_10
+    } else {
+        return None;
+    };
+    let &[hundreds @ b'1'..=b'9', tens @ b'0'..=b'9', ones @ b'0'..=b'9'] = buf.get(9..12)? else {
+        return None;
+    };
+    let code = [hundreds, tens, ones]
+        .iter()
+        .fold(0, |code, &digit| code * 10 + u16::from(digit - b'0'));
+    head.status = StatusCode::from_u16(code).ok()?;
+    // Some servers leave out the SP before an empty reason.
+    let reason_start = match buf.get(12)? {
+        b' ' => 13,
+        b'\r' => 12,
+        _ => return None,
+    };
+    let line_end = reason_start + field_value_len(&buf[reason_start..])?;
+    if *buf.get(line_end + 1)? != b'\n' {
+        return None;
+    }
+    head.reason = Span {
+        start: reason_start as u32,
+        end: line_end as u32,
+    };
+    Some(line_end)
+}
+
+/// The fields of nearly every response, matched whole (name, colon and SP) before the general
+/// name scan: `Content-Length` and `Connection` go straight to their framing rule, `Server`,
+/// `Date` and `Content-Type` to none. Returns the length of the name.
+#[inline]
+fn known_name(s: &[u8]) -> Option<(usize, Known)> {
+    const CONTENT: NameWord = NameWord::new(b"content-");
+    const LENGTH: NameWord = NameWord::new(b"length: ");
+    const TYPE: NameWord = NameWord::new(b"type: ");
+    const SERVER: NameWord = NameWord::new(b"server: ");
+    const DATE: NameWord = NameWord::new(b"date: ");
+    let word = load(s, 0);
+    match word as u8 | 0x20 {
+        b'c' if CONTENT.matches(word) => {
+            let rest = load(s, 8);
+            if LENGTH.matches(rest) {
+                Some((14, Known::ContentLength))
+            } else if TYPE.matches(rest) {
+                Some((12, Known::Plain))
+            } else {
+                None
+            }
+        }
+        b'c' if is_connection(s, word) => Some((10, Known::Connection)),
+        b's' if SERVER.matches(word) => Some((6, Known::Plain)),
+        b'd' if DATE.matches(word) => Some((4, Known::Plain)),
+        _ => None,
+    }
+}
+
+/// The general path: `httparse`, then the checks it leaves out. It also finds the exact error
+/// of a rejected head and says when a head is unfinished, which [`parse_clean`] leaves to it.
+#[cold]
+fn parse_general(
     buf: &[u8],
     limits: &Limits,
     head_request: bool,
@@ -176,10 +334,20 @@ fn finish(
         end: line_end as u32,
     };
 
-    let status = StatusCode::from_u16(code).map_err(|_| ParseError::InvalidStatusLine)?;
-    head.status = status;
-    let version = head.version;
-    let framing = scan.framing;
+    head.status = StatusCode::from_u16(code).map_err(|_| ParseError::InvalidStatusLine)?;
+    apply_fields(&mut head, scan.framing, head_request)?;
+    Ok(Some(head))
+}
+
+/// The framing rules of RFC 9112 §6.3 and the persistence rules of §9.3 on a head whose
+/// grammar is clean: fills in `body` and `keep_alive`.
+#[inline]
+fn apply_fields(
+    head: &mut ResponseHead,
+    framing: Framing,
+    head_request: bool,
+) -> Result<(), ParseError> {
+    let (version, status) = (head.version, head.status);
     if let Some(err) = framing.error {
         return Err(err);
     }
@@ -217,7 +385,7 @@ fn finish(
 
     head.body = body;
     head.keep_alive = keep_alive;
-    Ok(Some(head))
+    Ok(())
 }
 
 /// RFC 9112 §6.3 item 4: chunked last → chunked; any other coding list → read until close.
@@ -292,3 +460,11 @@ fn walk_response(buf: &[u8], max_headers: usize) -> Walk {
     }
     walk_fields(buf, pos + 2, max_headers)
 }
+
+#[cfg(any(test, fuzzing))]
+mod differential;
+#[cfg(fuzzing)]
+pub use differential::fuzz_response_head;
+
+#[cfg(test)]
+mod tests;

@@ -7,23 +7,12 @@
 
 use super::*;
 
-/// Fuzz entry: the first byte picks the limits (default, or tight ones from the next three
-/// bytes), the rest is the head. Panics on any disagreement, as [`check`] does.
+/// Fuzz entry: the first byte picks the limits (see [`fuzz_input`]), the rest is the head.
+/// Panics on any disagreement, as [`check`] does.
 #[cfg(fuzzing)]
 pub fn fuzz_request_head(data: &[u8]) {
-    let Some((&mode, rest)) = data.split_first() else {
+    let Some((mode, limits, input)) = fuzz_input(data) else {
         return;
-    };
-    let (limits, input) = match rest {
-        [a, b, c, input @ ..] if mode & 1 == 1 => (
-            Limits {
-                max_head_bytes: usize::from(*a) * 2,
-                max_headers: usize::from(*b % 80),
-                max_uri_len: usize::from(*c),
-            },
-            input,
-        ),
-        _ => (Limits::default(), rest),
     };
     check(input, &limits);
     // A prefix of an accepted head is only ever "need more bytes".
@@ -31,6 +20,26 @@ pub fn fuzz_request_head(data: &[u8]) {
         let cut = usize::from(mode >> 1) % head.head_len.max(1);
         assert_eq!(parse_request(&input[..cut], &limits), Ok(None));
     }
+}
+
+/// A fuzz target's input, for requests and responses alike: the first byte is a mode, the
+/// rest the head. Bit 0 of the mode asks for tight limits, taken from the next three bytes
+/// (the head follows them); the default limits otherwise. The other bits are the target's.
+#[cfg(fuzzing)]
+pub(crate) fn fuzz_input(data: &[u8]) -> Option<(u8, Limits, &[u8])> {
+    let (&mode, rest) = data.split_first()?;
+    Some(match rest {
+        [a, b, c, input @ ..] if mode & 1 == 1 => (
+            mode,
+            Limits {
+                max_head_bytes: usize::from(*a) * 2,
+                max_headers: usize::from(*b % 80),
+                max_uri_len: usize::from(*c),
+            },
+            input,
+        ),
+        _ => (mode, Limits::default(), rest),
+    })
 }
 
 /// What plain httparse says of a head the fast path took.
@@ -92,31 +101,8 @@ fn check(input: &[u8], limits: &Limits) -> bool {
 #[cfg(test)]
 mod generated {
     use super::*;
+    use crate::generate::{mutate, nasty, push_fields, run, Rng, LINE_ENDS, PREFIXES, SEPS};
 
-    /// A small xorshift generator: deterministic, no dependency.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        fn chance(&mut self, one_in: usize) -> bool {
-            self.below(one_in) == 0
-        }
-        fn pick<'a>(&mut self, items: &[&'a [u8]]) -> &'a [u8] {
-            items[self.below(items.len())]
-        }
-    }
-
-    const PREFIXES: &[&[u8]] = &[b"\r\n", b"\r\n\r\n", b"\n", b"\r", b" "];
     const METHODS: &[&[u8]] = &[
         b"GET",
         b"POST",
@@ -134,7 +120,6 @@ mod generated {
         b"GET\t",
         b"X~!#$%&'*+-.^_`|",
     ];
-    const SEPS: &[&[u8]] = &[b" ", b"  ", b"\t", b""];
     const TARGETS: &[&[u8]] = &[
         b"/",
         b"/plaintext",
@@ -167,149 +152,9 @@ mod generated {
         b"HTTP/1.1\t",
         b"HTTP/",
     ];
-    const LINE_ENDS: &[&[u8]] = &[b"\r\n", b"\n", b"\r", b"\r\r\n", b" \r\n", b"\n\r"];
-    const NAMES: &[&[u8]] = &[
-        b"Host",
-        b"hOsT",
-        b"HOST",
-        b"host",
-        b"Content-Length",
-        b"content-LENGTH",
-        b"CONTENT-LENGTH",
-        b"Transfer-Encoding",
-        b"transfer-encoding",
-        b"TRANSFER-ENCODING",
-        b"Connection",
-        b"connection",
-        b"CONNECTION",
-        b"Expect",
-        b"expect",
-        b"Accept",
-        b"accept",
-        b"X-Foo",
-        b"User-Agent",
-        b"Host ",
-        b"Host\t",
-        b"Ho st",
-        b"H\xc3\xb6st",
-        b"(x)",
-        b"",
-        b"X\x00",
-        b" Host",
-        b"\tX",
-        b"Hostname",
-        b"Hos",
-        b"Content-Length ",
-        b"Transfer-Encoding\t",
-        b"Accept-Encoding",
-        b"Connectio",
-        b"Connections",
-        b"Acceptx",
-        b"x:y",
-        b"Hos\x14",
-    ];
-    const COLONS: &[&[u8]] = &[b":", b": ", b":\t", b":  \t ", b" :", b"::"];
-    const VALUES: &[&[u8]] = &[
-        b"a",
-        b"example.com:8080",
-        b"[::1]:80",
-        b"",
-        b"a b",
-        b"user@h",
-        b"5",
-        b"0",
-        b"+5",
-        b"-5",
-        b"05",
-        b"00000000000000000000005",
-        b"5, 5",
-        b"5,5",
-        b"5, 6",
-        b"5,",
-        b",5",
-        b"5 5",
-        b"18446744073709551615",
-        b"18446744073709551616",
-        b"99999999999999999999999",
-        b"0x5",
-        b"chunked",
-        b"Chunked",
-        b"CHUNKED",
-        b"chunked, chunked",
-        b"gzip, chunked",
-        b"chunked, gzip",
-        b"gzip",
-        b"chunked;x=y",
-        b"chunked ;x",
-        b", chunked",
-        b"identity",
-        b"chunked,",
-        b"\"chunked\"",
-        b"close",
-        b"keep-alive",
-        b"Keep-Alive",
-        b"Keep-Alive, close",
-        b"upgrade, close",
-        b"CLOSE",
-        b"100-continue",
-        b"100-Continue",
-        b"100-continue, foo",
-        b"foo",
-        b"100-continuex",
-        b"a ",
-        b"a\t",
-        b" a ",
-        b"\ta\t",
-        b"a\x00b",
-        b"a\x7fb",
-        b"caf\xc3\xa9",
-        b"a\rb",
-        b"a\nb",
-        b"a\x0bb",
-        b"\x80",
-        b"a\tb",
-        b"\t",
-        b"  ",
-        b"\x0d",
-        b"100\x0dcontinue",
-    ];
-    const BYTES: &[u8] = &[
-        b' ',
-        b'\t',
-        b'\r',
-        b'\n',
-        0,
-        0x1f,
-        0x7f,
-        0x80,
-        0xff,
-        b':',
-        b',',
-        b';',
-        b'"',
-        b'/',
-        b'?',
-        b'a',
-        b'A',
-        b'0',
-        b'.',
-        b'H',
-        b'-',
-        0x0d ^ 0x20,
-        0x10,
-    ];
-
     /// A head from the grammar: mostly good pieces, each sometimes replaced by a nasty one.
     fn generate(rng: &mut Rng, out: &mut Vec<u8>) {
         out.clear();
-        // Good pieces are the first few of each list.
-        let nasty = |rng: &mut Rng, list: &[&'static [u8]], good: usize| -> &'static [u8] {
-            if rng.chance(30) {
-                rng.pick(list)
-            } else {
-                list[rng.below(good)]
-            }
-        };
         if rng.chance(20) {
             out.extend_from_slice(rng.pick(PREFIXES));
         }
@@ -326,128 +171,19 @@ mod generated {
         out.extend_from_slice(nasty(rng, SEPS, 1));
         out.extend_from_slice(nasty(rng, VERSIONS, 2));
         out.extend_from_slice(nasty(rng, LINE_ENDS, 1));
-        // Now and then more fields than the stack slots hold, to reach the spilled httparse path.
-        let fields = if rng.chance(200) {
-            rng.below(140)
-        } else {
-            rng.below(8)
-        };
-        for _ in 0..fields {
-            if rng.chance(25) {
-                // obs-fold
-                out.extend_from_slice(b" folded");
-                out.extend_from_slice(nasty(rng, LINE_ENDS, 1));
-                continue;
-            }
-            out.extend_from_slice(nasty(rng, NAMES, 19));
-            out.extend_from_slice(nasty(rng, COLONS, 3));
-            out.extend_from_slice(if rng.chance(3) {
-                rng.pick(VALUES)
-            } else {
-                nasty(rng, VALUES, 3)
-            });
-            if rng.chance(8) {
-                // A longer value, so the word-at-a-time scans cross several words.
-                for _ in 0..rng.below(40) {
-                    out.push([b'v', b'v', b'v', b' ', b'\t', 0x80][rng.below(6)]);
-                }
-            }
-            if rng.chance(10) {
-                out.extend_from_slice(nasty(rng, &[b" ", b"\t", b" \t "], 3));
-            }
-            out.extend_from_slice(nasty(rng, LINE_ENDS, 1));
-        }
-        if !rng.chance(20) {
-            out.extend_from_slice(nasty(rng, LINE_ENDS, 1));
-        }
+        push_fields(rng, out);
         if rng.chance(4) {
             out.extend_from_slice(b"hello\r\nGET / HTTP/1.1\r\n\r\n");
         }
-        // Byte mutations.
-        let mutations = [0, 0, 0, 0, 0, 0, 1, 1, 2, 3][rng.below(10)];
-        for _ in 0..mutations {
-            if out.is_empty() {
-                break;
-            }
-            let at = rng.below(out.len());
-            let byte = if rng.chance(2) {
-                BYTES[rng.below(BYTES.len())]
-            } else {
-                rng.next() as u8
-            };
-            match rng.below(3) {
-                0 => out[at] = byte,
-                1 => out.insert(at, byte),
-                _ => {
-                    out.remove(at);
-                }
-            }
-        }
-        if rng.chance(15) {
-            let len = rng.below(out.len() + 1);
-            out.truncate(len);
-        }
-    }
-
-    fn limits_for(rng: &mut Rng, input: &[u8]) -> Limits {
-        if !rng.chance(4) {
-            return Limits::default();
-        }
-        // Limits at and around the input's own sizes, to hit every boundary exactly.
-        let near = |rng: &mut Rng, n: usize| (n + rng.below(5)).saturating_sub(2);
-        let target = input.iter().skip_while(|&&b| b != b' ').skip(1);
-        let target_len = target.take_while(|&&b| b != b' ').count();
-        let head_len = input
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .map_or(input.len(), |at| at + 4);
-        let lines = input[..head_len]
-            .windows(2)
-            .filter(|w| w == b"\r\n")
-            .count();
-        Limits {
-            max_head_bytes: near(rng, head_len),
-            max_headers: near(rng, lines.saturating_sub(2)),
-            max_uri_len: near(rng, target_len),
-        }
+        mutate(rng, out);
     }
 
     #[test]
     fn fast_path_agrees_with_general_path_on_generated_heads() {
-        const CASES: usize = 500_000;
-        let cases = std::env::var("VOLT_DIFF_CASES")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(CASES);
-        let seed = std::env::var("VOLT_DIFF_SEED")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0x5eed_cafe_f00d_u64);
-        let mut rng = Rng(seed | 1);
-        let mut input = Vec::new();
-        let mut taken = 0usize;
-        for _ in 0..cases {
-            generate(&mut rng, &mut input);
-            let limits = limits_for(&mut rng, &input);
-            taken += usize::from(check(&input, &limits));
-            // A prefix of the same head: the fast path must not take it as something else, and
-            // a prefix of an accepted head is only ever "need more bytes".
-            let cut = rng.below(input.len() + 1);
-            check(&input[..cut], &limits);
-            if let Ok(Some(head)) = parse_request(&input, &limits) {
-                if cut < head.head_len {
-                    assert_eq!(
-                        parse_request(&input[..cut], &limits),
-                        Ok(None),
-                        "prefix {cut} of {:?} {limits:?}",
-                        String::from_utf8_lossy(&input)
-                    );
-                }
-            }
-        }
-        assert!(
-            taken > cases / 4,
-            "the fast path answered only {taken} of {cases}"
+        run(
+            generate,
+            |case| check(case.input, case.limits),
+            |case| parse_request(case.input, case.limits).map(|head| head.map(|h| h.head_len)),
         );
     }
 

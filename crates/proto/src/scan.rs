@@ -1,0 +1,310 @@
+//! The fast paths' scanners, shared by request and response heads: word-at-a-time searches
+//! for the bytes that end a token or a value, whole-word matches of known field names, and
+//! [`clean_fields`], the one pass over the field lines of a head that follows the strict
+//! grammar. Anything unusual makes them answer `None`, and the caller falls back to its
+//! general path (`httparse` and the strict walk), which names the fault.
+
+use crate::headers::{is_tchar, Framing};
+use crate::{HeaderSpan, HeaderSpans, Span};
+
+/// What a fast path's known-name match found (or `Other`, when it found nothing).
+#[derive(Clone, Copy)]
+pub(crate) enum Known {
+    Host,
+    Connection,
+    ContentLength,
+    /// A field that takes no part in framing.
+    Plain,
+    /// Any other field: its name decides.
+    Other,
+}
+
+/// The field lines from `pos` (the start of the first one) through the empty line that ends
+/// the head: `field-name ":" OWS field-value OWS CRLF`, at most `max_headers` of them. Pushes
+/// each field's spans onto `headers` and collects the framing fields into `framing` (a fresh
+/// one: filled in place, as it is passed on, rather than returned); returns where the head
+/// ends. `known_name` matches the caller's common names whole (name, colon and SP), routing
+/// them straight to their framing rule; it returns the name's length.
+///
+/// `None` for anything the strict grammar does not take, an unfinished head or too many
+/// fields: the caller's general path decides those.
+#[inline(always)]
+pub(crate) fn clean_fields(
+    buf: &[u8],
+    mut pos: usize,
+    max_headers: usize,
+    headers: &mut HeaderSpans,
+    framing: &mut Framing,
+    known_name: impl Fn(&[u8]) -> Option<(usize, Known)>,
+) -> Option<usize> {
+    headers.clear();
+    let mut fields_left = max_headers;
+    loop {
+        if buf.get(pos..pos + 2)? == b"\r\n" {
+            return Some(pos + 2);
+        }
+        let (name_len, known) = match known_name(&buf[pos..]) {
+            Some(known) => known,
+            None => (field_name_len(&buf[pos..])?, Known::Other),
+        };
+        fields_left = fields_left.checked_sub(1)?;
+        let name = Span {
+            start: pos as u32,
+            end: (pos + name_len) as u32,
+        };
+        // OWS, the value up to CR, OWS. Leading OWS is stepped over first (a known name was
+        // matched with the colon and one SP), trailing OWS is trimmed back from the CR
+        // (usually none): the scan let no whitespace but SP and HTAB through, so ASCII
+        // whitespace is OWS there.
+        let after = if matches!(known, Known::Other) { 1 } else { 2 };
+        let mut start = pos + name_len + after;
+        while let Some(b' ' | b'\t') = buf.get(start) {
+            start += 1;
+        }
+        let cr = start + field_value_len(buf.get(start..)?)?;
+        if *buf.get(cr + 1)? != b'\n' {
+            return None;
+        }
+        let value = &buf[start..cr];
+        let value = Span {
+            start: start as u32,
+            end: (start + value.trim_ascii_end().len()) as u32,
+        };
+        headers.push(HeaderSpan { name, value });
+        match known {
+            Known::Host => framing.add_host(value),
+            Known::Connection => framing.add_connection(value.get(buf)),
+            Known::ContentLength => framing.add_content_length(value.get(buf)),
+            Known::Plain => {}
+            Known::Other => framing.add(name.get(buf), value.get(buf), value),
+        }
+        pos = cr + 2;
+    }
+}
+
+/// Whether `s` (whose first word is `word`, from [`load`]) starts with `connection: ` in any
+/// case: 12 bytes, so two words, overlapping. Requests and responses both carry it.
+#[inline(always)]
+pub(crate) fn is_connection(s: &[u8], word: u64) -> bool {
+    const CONNECTI: NameWord = NameWord::new(b"connecti");
+    const NECTION: NameWord = NameWord::new(b"ection: ");
+    CONNECTI.matches(word) && NECTION.matches(load(s, 4))
+}
+
+/// Up to eight bytes of a lowercase field name (and the colon and SP after it) as the low
+/// bytes of a little-endian word, to compare a word of input with, letters in either case.
+///
+/// OR-ing 0x20 into a byte lowercases an ASCII letter, and maps nothing else onto a
+/// lowercase letter; it is OR-ed into the letters' places only, so the other bytes (the
+/// colon, the SP) match only themselves.
+#[derive(Clone, Copy)]
+pub(crate) struct NameWord {
+    /// The bytes, lowercase.
+    bytes: u64,
+    /// 0xFF in the places of the bytes.
+    mask: u64,
+    /// 0x20 in the places of the letters.
+    fold: u64,
+}
+
+impl NameWord {
+    pub(crate) const fn new(name: &[u8]) -> NameWord {
+        let mut word = NameWord {
+            bytes: 0,
+            mask: 0,
+            fold: 0,
+        };
+        let mut i = 0;
+        while i < name.len() {
+            let shift = 8 * i;
+            word.bytes |= (name[i] as u64) << shift;
+            word.mask |= 0xff << shift;
+            if name[i].is_ascii_lowercase() {
+                word.fold |= 0x20 << shift;
+            }
+            i += 1;
+        }
+        word
+    }
+
+    #[inline(always)]
+    pub(crate) fn matches(self, word: u64) -> bool {
+        (word | self.fold) & self.mask == self.bytes
+    }
+}
+
+/// The eight bytes of `s` from `at` as a little-endian word, zero bytes in place of those past
+/// the end of `s`.
+#[inline(always)]
+pub(crate) fn load(s: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    match s.get(at..at + 8) {
+        Some(whole) => word.copy_from_slice(whole),
+        None => {
+            let part = s.get(at..).unwrap_or_default();
+            word[..part.len()].copy_from_slice(part);
+        }
+    }
+    u64::from_le_bytes(word)
+}
+
+pub(crate) const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// Flags (bit 7 of each byte) the bytes of `w` below `n` (`n` ≤ 0x80).
+#[inline(always)]
+pub(crate) fn below(w: u64, n: u8) -> u64 {
+    w.wrapping_sub(ONES * u64::from(n)) & !w
+}
+
+/// Flags the zero bytes of `w`.
+#[inline(always)]
+pub(crate) fn zero(w: u64) -> u64 {
+    w.wrapping_sub(ONES) & !w
+}
+
+/// Index of the first byte of `s` that `stop` holds for, two 8-byte words a step: `flags` marks
+/// (in bit 7 of each byte of a little-endian word) the bytes `stop` holds for. The marks
+/// come from [`below`] and [`zero`], whose lowest mark is always exact (a borrow only runs
+/// upward from a byte with a true mark, so marks it causes sit above a true one); only the
+/// lowest is used.
+///
+/// The last bytes that do not fill a word are looked at as the last eight bytes of `s`, with
+/// the marks of the bytes already looked at dropped: those bytes hold no true mark, so they
+/// cause no false ones either. Only an `s` shorter than a word is walked byte by byte.
+#[inline(always)]
+pub(crate) fn find(
+    s: &[u8],
+    flags: impl Fn(u64) -> u64,
+    stop: impl Fn(u8) -> bool,
+) -> Option<usize> {
+    let marks = |word: &[u8]| Some(flags(u64::from_le_bytes(word.try_into().ok()?)) & HIGH);
+    let lowest = |marks: u64| (marks.trailing_zeros() / 8) as usize;
+    let mut i = 0;
+    // Two words a step: one test and one loop branch for both.
+    while let Some(pair) = s.get(i..i + 16) {
+        let (low, high) = (marks(&pair[..8])?, marks(&pair[8..])?);
+        if low | high != 0 {
+            let at = if low != 0 {
+                lowest(low)
+            } else {
+                8 + lowest(high)
+            };
+            return Some(i + at);
+        }
+        i += 16;
+    }
+    if let Some(word) = s.get(i..i + 8) {
+        let marks = marks(word)?;
+        if marks != 0 {
+            return Some(i + lowest(marks));
+        }
+        i += 8;
+    }
+    let Some(last) = s.len().checked_sub(8) else {
+        return s.iter().position(|&b| stop(b));
+    };
+    let marks = marks(&s[last..])? & (!0u64).checked_shl(((i - last) * 8) as u32)?;
+    (marks != 0).then(|| last + lowest(marks))
+}
+
+/// Length of the field name at the start of `s`, if it is a token ended by `:`. `None` for
+/// anything else (the general path names the fault).
+#[inline(always)]
+pub(crate) fn field_name_len(s: &[u8]) -> Option<usize> {
+    // Every byte that ends a token in a well-formed line is `:`, a control byte, SP, DEL or
+    // non-ASCII; the few other delimiters (`(`, `/`, ...) are caught by the table walk.
+    let n = find(
+        s,
+        |w| below(w, 0x21) | w | zero(w ^ (ONES * 0x7f)) | zero(w ^ (ONES * u64::from(b':'))),
+        |b| b == b':' || b <= b' ' || b >= 0x7f,
+    )?;
+    let name = &s[..n];
+    let token = name.iter().fold(true, |ok, &b| ok & is_tchar(b));
+    (token && n > 0 && s[n] == b':').then_some(n)
+}
+
+/// Length of a field value up to the CR that ends its line, with every byte checked to be
+/// `field-vchar`, SP, HTAB or obs-text. `None` if a byte is not (a bare LF, a control byte,
+/// DEL) or no CR comes. HTAB is the one control byte a value may hold.
+#[inline(always)]
+pub(crate) fn field_value_len(s: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    loop {
+        let at = from
+            + find(
+                &s[from..],
+                |w| below(w, 0x20) | zero(w ^ (ONES * 0x7f)),
+                |b| b < 0x20 || b == 0x7f,
+            )?;
+        match s[at] {
+            b'\r' => return Some(at),
+            b'\t' => from = at + 1,
+            _ => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_end_where_the_grammar_says() {
+        for len in 0..20 {
+            let mut s = vec![b'x'; len];
+            s.extend_from_slice(b": value\r\n");
+            assert_eq!(field_name_len(&s), (len > 0).then_some(len));
+            for bad in [b' ', b'(', b'/', 0x80, b'\r'] {
+                let mut s = vec![b'x'; 24];
+                s[len] = bad;
+                s[22] = b':';
+                assert_eq!(field_name_len(&s), None, "{bad:#x} at {len}");
+            }
+        }
+        assert_eq!(field_name_len(b"Host"), None);
+    }
+
+    /// Every length around the word size, every place for the one stop byte: the bytes that
+    /// do not fill a word are looked at again as the last word, without the ones before.
+    #[test]
+    fn find_looks_at_every_byte_once() {
+        let flags = |w: u64| zero(w ^ (ONES * u64::from(b'!')));
+        for len in 0..26 {
+            let s = vec![b'a'; len];
+            assert_eq!(find(&s, flags, |b| b == b'!'), None, "{len}");
+            for at in 0..len {
+                let mut s = s.clone();
+                s[at] = b'!';
+                assert_eq!(find(&s, flags, |b| b == b'!'), Some(at), "{at} of {len}");
+                s[len - 1] = b'!';
+                assert_eq!(find(&s, flags, |b| b == b'!'), Some(at), "{at}, {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn field_values_end_at_cr_and_refuse_control_bytes() {
+        assert_eq!(field_value_len(b"\r\n"), Some(0));
+        assert_eq!(field_value_len(b"abc\r\n"), Some(3));
+        assert_eq!(
+            field_value_len(b"0123456789abcdef\t\xff\x80 ~\r\n"),
+            Some(21)
+        );
+        assert_eq!(field_value_len(b"0123456\t\t\t\t\t\t\t\t\r"), Some(15));
+        assert_eq!(field_value_len(b"abc"), None);
+        assert_eq!(field_value_len(b"a\tb\tc\td\te\tf\r"), Some(11));
+        assert_eq!(field_value_len(b"0123456789abcdef"), None);
+        for bad in (0u8..0x20)
+            .filter(|&b| b != b'\t' && b != b'\r')
+            .chain([0x7f])
+        {
+            for at in 0..20 {
+                let mut v = vec![b'x'; 24];
+                v[at] = bad;
+                v[22] = b'\r';
+                assert_eq!(field_value_len(&v), None, "{bad:#x} at {at}");
+            }
+        }
+    }
+}
