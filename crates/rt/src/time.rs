@@ -14,7 +14,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
 
-use crate::executor::{try_with_core, with_core};
+use crate::executor::{try_with_core, with_core, WOKE_AT};
 use crate::future::{race, Either};
 
 type Key = (Instant, u64);
@@ -23,8 +23,6 @@ type Key = (Instant, u64);
 pub(crate) struct Timers {
     entries: RefCell<BTreeMap<Key, Waker>>,
     next_id: Cell<u64>,
-    /// When the worker last woke from the reactor: what [`now`] answers.
-    woke_at: Cell<Option<Instant>>,
 }
 
 impl Timers {
@@ -52,7 +50,7 @@ impl Timers {
 
     /// Records `now` as the time the worker woke at and wakes every entry due by then.
     pub(crate) fn fire_due(&self, now: Instant) {
-        self.woke_at.set(Some(now));
+        WOKE_AT.with(|t| t.set(Some(now)));
         loop {
             let mut entries = self.entries.borrow_mut();
             let Some(entry) = entries.first_entry().filter(|e| e.key().0 <= now) else {
@@ -71,9 +69,7 @@ impl Timers {
 /// request, where being a turn early costs nothing; a [`Sleep`] checks its deadline against it
 /// too, so it completes in the turn after it is due, never before.
 pub fn now() -> Instant {
-    try_with_core(|core| core.timers.woke_at.get())
-        .flatten()
-        .unwrap_or_else(Instant::now)
+    WOKE_AT.with(Cell::get).unwrap_or_else(Instant::now)
 }
 
 /// A future that completes at a deadline. Created by [`sleep`] and [`sleep_until`].
