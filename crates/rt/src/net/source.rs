@@ -107,6 +107,7 @@ impl Source {
         self.with_reactor(|reactor| self.poll_ready_on(reactor, cx, dir))
     }
 
+    #[inline] // into `poll_io`: this runs before every read and write
     fn poll_ready_on(&self, reactor: &Reactor, cx: &Context<'_>, dir: Direction) -> Poll<()> {
         match reactor {
             // epoll adds the fd to its set the first time it has to wait.
