@@ -17,7 +17,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Waker;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::BytesMut;
 use slab::Slab;
@@ -268,8 +268,8 @@ pub(crate) struct Worker {
     pub(crate) limits: volt_proto::Limits,
     /// `Server: <name>\r\n`, or nothing.
     pub(crate) server_header: Vec<u8>,
-    /// The second `ok_prefix` was rendered for.
-    date_secs: Cell<u64>,
+    /// When the second `ok_prefix` was rendered for ends (`None`: not rendered yet).
+    date_until: Cell<Option<Instant>>,
     /// `HTTP/1.1 200 OK`, `Server` and `Date` lines, ready to copy.
     ok_prefix: RefCell<Vec<u8>>,
     /// Where the `Date` value starts in `ok_prefix`.
@@ -313,7 +313,7 @@ impl Worker {
             limits: config.limits(),
             config,
             server_header,
-            date_secs: Cell::new(u64::MAX),
+            date_until: Cell::new(None),
             ok_prefix: RefCell::new(Vec::new()),
             date_at: Cell::new(6),
             shutting_down: Cell::new(false),
@@ -334,14 +334,21 @@ impl Worker {
         }
     }
 
-    /// Re-formats the cached `Date` when the second changed.
+    /// Re-formats the cached `Date` once its second is over. That is checked against the time
+    /// the worker woke at ([`volt_rt::time::now`]), so a request costs no clock read; the
+    /// header may lag the second by one loop turn.
     pub(crate) fn refresh_date(&self) {
-        let now = SystemTime::now();
-        let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        if self.date_secs.get() == secs {
+        let until = self.date_until.get();
+        if until.is_some_and(|until| volt_rt::time::now() < until) {
             return;
         }
-        self.date_secs.set(secs);
+        let now = SystemTime::now();
+        let into_second = now
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .subsec_nanos();
+        let left = Duration::from_secs(1) - Duration::from_nanos(into_second.into());
+        self.date_until.set(Some(Instant::now() + left));
         let mut prefix = self.ok_prefix.borrow_mut();
         prefix.clear();
         volt_proto::write_status_line(&mut prefix, http::Version::HTTP_11, http::StatusCode::OK);

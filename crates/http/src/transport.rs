@@ -45,6 +45,7 @@ impl Transport {
     /// Ready when a read may make progress. Always ready for TLS: the session may hold
     /// decrypted bytes the socket no longer signals, and the read that follows waits with the
     /// same deadline anyway.
+    #[inline]
     pub(crate) fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
         match self {
             Transport::Tcp(s) => s.poll_read_ready(cx),
@@ -53,6 +54,7 @@ impl Transport {
     }
 
     /// Reads into the spare capacity of `buf`; `Ok(0)` at the end of the stream.
+    #[inline]
     pub(crate) fn poll_read_bytes(
         &self,
         cx: &mut Context<'_>,
@@ -70,6 +72,7 @@ impl Transport {
 
     /// Writes some of `buf`. Over TLS the bytes may wait in the session: call
     /// [`Transport::poll_flush`] after the last write.
+    #[inline]
     pub(crate) fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         match self {
             Transport::Tcp(s) => s.poll_write(cx, buf),
@@ -79,6 +82,7 @@ impl Transport {
     }
 
     /// Sends what the TLS session still holds (nothing to do for plain TCP).
+    #[inline]
     pub(crate) fn poll_flush(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Transport::Tcp(_) | Transport::HandedOver => Poll::Ready(Ok(())),

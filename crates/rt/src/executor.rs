@@ -96,6 +96,9 @@ static NEXT_UID: AtomicUsize = AtomicUsize::new(1);
 thread_local! {
     static CORE: RefCell<Option<Rc<Core>>> = const { RefCell::new(None) };
     static CURRENT_UID: Cell<usize> = const { Cell::new(0) };
+    /// When this thread's worker last woke from the reactor (see [`crate::time::now`]); a
+    /// thread-local of its own, not a field of the core, as it is read several times a request.
+    pub(crate) static WOKE_AT: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
 impl Shared {
@@ -339,6 +342,7 @@ pub(crate) fn run_core<F: Future>(core: Core, future: F) -> F::Output {
             drop(unrun);
             CORE.with(|c| c.borrow_mut().take());
             CURRENT_UID.with(|u| u.set(self.0));
+            WOKE_AT.with(|t| t.set(None)); // a later worker on this thread starts afresh
         }
     }
     let _uninstall = Uninstall(previous_uid);

@@ -16,8 +16,7 @@ pub enum Either<A, B> {
 /// Polls both futures and returns the output of the first to finish, dropping the other.
 /// `a` is polled first on each wake, so it wins a tie.
 pub async fn race<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Output> {
-    let mut a = pin!(a);
-    let mut b = pin!(b);
+    let (mut a, mut b) = (pin!(a), pin!(b));
     poll_fn(|cx| {
         if let Poll::Ready(out) = a.as_mut().poll(cx) {
             return Poll::Ready(Either::Left(out));

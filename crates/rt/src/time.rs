@@ -14,7 +14,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
 
-use crate::executor::{try_with_core, with_core};
+use crate::executor::{try_with_core, with_core, WOKE_AT};
 use crate::future::{race, Either};
 
 type Key = (Instant, u64);
@@ -27,8 +27,7 @@ pub(crate) struct Timers {
 
 impl Timers {
     fn insert(&self, deadline: Instant, waker: Waker) -> Key {
-        let id = self.next_id.get();
-        self.next_id.set(id + 1);
+        let id = self.next_id.replace(self.next_id.get() + 1);
         let key = (deadline, id);
         self.entries.borrow_mut().insert(key, waker);
         key
@@ -42,15 +41,16 @@ impl Timers {
     }
 
     fn remove(&self, key: &Key) {
-        let waker = self.entries.borrow_mut().remove(key);
-        drop(waker);
+        self.entries.borrow_mut().remove(key);
     }
 
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.entries.borrow().first_key_value().map(|(k, _)| k.0)
     }
 
+    /// Records `now` as the time the worker woke at and wakes every entry due by then.
     pub(crate) fn fire_due(&self, now: Instant) {
+        WOKE_AT.with(|t| t.set(Some(now)));
         loop {
             let mut entries = self.entries.borrow_mut();
             let Some(entry) = entries.first_entry().filter(|e| e.key().0 <= now) else {
@@ -61,6 +61,15 @@ impl Timers {
             waker.wake();
         }
     }
+}
+
+/// The time the current worker last woke from the reactor ([`Instant::now`] outside a worker,
+/// or before its first wake): never later than `Instant::now()`, at most one loop turn behind
+/// it, and without a clock read. Meant for the deadlines and timestamps a task takes on every
+/// request, where being a turn early costs nothing; a [`Sleep`] checks its deadline against it
+/// too, so it completes in the turn after it is due, never before.
+pub fn now() -> Instant {
+    WOKE_AT.with(Cell::get).unwrap_or_else(Instant::now)
 }
 
 /// A future that completes at a deadline. Created by [`sleep`] and [`sleep_until`].
@@ -127,7 +136,7 @@ impl Future for Sleep {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if Instant::now() >= self.deadline {
+        if now() >= self.deadline {
             self.unregister();
             return Poll::Ready(());
         }

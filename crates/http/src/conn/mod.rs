@@ -146,7 +146,7 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usi
         }
         let deadline = match head_started {
             Some(t) => t + config.header_read_timeout,
-            None => Instant::now() + config.idle_timeout,
+            None => volt_rt::time::now() + config.idle_timeout,
         };
         if idle {
             io.release_buffers();
@@ -249,7 +249,7 @@ async fn process_batch<S: Service>(
         };
         match parsed {
             Ok(false) => {
-                head_started.get_or_insert_with(Instant::now);
+                head_started.get_or_insert_with(volt_rt::time::now);
                 break;
             }
             Ok(true) => {
@@ -648,7 +648,7 @@ impl ConnIo {
                 self.nagle.set(Nagle::Off);
             }
         }
-        let deadline = Instant::now() + self.worker.config.write_timeout;
+        let deadline = volt_rt::time::now() + self.worker.config.write_timeout;
         let mut written = 0;
         let result = self
             .until(deadline, |cx| loop {

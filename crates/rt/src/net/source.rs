@@ -104,52 +104,49 @@ impl Source {
     }
 
     pub(crate) fn poll_ready(&self, cx: &Context<'_>, dir: Direction) -> Poll<()> {
-        self.with_reactor(|reactor| match reactor {
+        self.with_reactor(|reactor| self.poll_ready_on(reactor, cx, dir))
+    }
+
+    #[inline] // into `poll_io`: this runs before every read and write
+    fn poll_ready_on(&self, reactor: &Reactor, cx: &Context<'_>, dir: Direction) -> Poll<()> {
+        match reactor {
             // epoll adds the fd to its set the first time it has to wait.
             Reactor::Epoll(r) => r.poll_ready(self.token, self.fd.as_fd(), dir, cx),
             Reactor::Uring(r) => r.poll_ready(self.token, dir, Some(cx)),
-        })
+        }
     }
 
     pub(crate) fn clear_ready(&self, dir: Direction) {
         self.with_reactor(|reactor| reactor.clear_ready(self.token, dir));
     }
 
-    /// Runs `op` once the fd is ready in `dir`, retrying after each `EAGAIN` edge.
+    /// Runs `op` once the fd is ready in `dir`, retrying after each `EAGAIN` edge; readiness is
+    /// also cleared after a result that `drained` says left the fd with nothing more to give
+    /// (or no more room). The readiness check, the syscall and the clearing take one reactor
+    /// access: this runs for every read and write.
     pub(crate) fn poll_io<R>(
         &self,
         cx: &Context<'_>,
         dir: Direction,
         mut op: impl FnMut(&OwnedFd) -> rustix::io::Result<R>,
+        drained: impl Fn(&R) -> bool,
     ) -> Poll<io::Result<R>> {
-        loop {
-            if self.poll_ready(cx, dir).is_pending() {
+        self.with_reactor(|reactor| loop {
+            if self.poll_ready_on(reactor, cx, dir).is_pending() {
                 return Poll::Pending;
             }
             match op(&self.fd) {
-                Err(rustix::io::Errno::AGAIN) => self.clear_ready(dir),
+                Err(rustix::io::Errno::AGAIN) => reactor.clear_ready(self.token, dir),
                 Err(rustix::io::Errno::INTR) => {}
-                result => return Poll::Ready(result.map_err(io::Error::from)),
+                Err(e) => return Poll::Ready(Err(e.into())),
+                Ok(r) => {
+                    if drained(&r) {
+                        reactor.clear_ready(self.token, dir);
+                    }
+                    return Poll::Ready(Ok(r));
+                }
             }
-        }
-    }
-
-    /// [`Source::poll_io`] for a stream read or write of up to `len` bytes. A short transfer on
-    /// a stream socket means its receive queue is empty (or its send buffer full): readiness is
-    /// cleared to skip the `EAGAIN` syscall the next call would make. The edge-triggered
-    /// registration reports new data (or room).
-    pub(super) fn poll_stream_io(
-        &self,
-        cx: &Context<'_>,
-        dir: Direction,
-        len: usize,
-        op: impl FnMut(&OwnedFd) -> rustix::io::Result<usize>,
-    ) -> Poll<io::Result<usize>> {
-        let result = self.poll_io(cx, dir, op);
-        if matches!(result, Poll::Ready(Ok(n)) if n > 0 && n < len) {
-            self.clear_ready(dir);
-        }
-        result
+        })
     }
 
     /// Tries `op` once without waiting: `WouldBlock` when the fd is not ready.
@@ -216,4 +213,12 @@ impl Drop for Source {
             }
         });
     }
+}
+
+/// When a stream's [`Source::poll_io`] clears readiness: after a short transfer of a `len`-byte
+/// read or write. On a stream socket that means the receive queue is empty (or the send buffer
+/// full), so clearing skips the `EAGAIN` syscall the next call would make; the edge-triggered
+/// registration reports new data (or room).
+pub(super) fn short_of(len: usize) -> impl Fn(&usize) -> bool {
+    move |&n| n > 0 && n < len
 }

@@ -13,7 +13,7 @@ use rustix::io::Errno;
 use rustix::net::addr::SocketAddrArg;
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
 
-use super::source::Source;
+use super::source::{short_of, Source};
 use crate::reactor::{Direction, Kind};
 
 /// A connected stream socket registered with the current worker: a
@@ -103,9 +103,10 @@ impl<P> Stream<P> {
     pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
         if !self.source.uring {
             let len = buf.len();
-            return self.source.poll_stream_io(cx, Direction::Read, len, |fd| {
-                rustix::io::read(fd, &mut *buf)
-            });
+            let read = |fd: &_| rustix::io::read(fd, &mut *buf);
+            return self
+                .source
+                .poll_io(cx, Direction::Read, read, short_of(len));
         }
         if buf.is_empty() {
             return Poll::Ready(Ok(0)); // as `read(2)` with no room
@@ -130,10 +131,9 @@ impl<P> Stream<P> {
             });
         }
         let spare = buf.capacity() - buf.len();
+        let read = |fd: &_| rustix::io::read(fd, rustix::buffer::spare_capacity(&mut *buf));
         self.source
-            .poll_stream_io(cx, Direction::Read, spare, |fd| {
-                rustix::io::read(fd, rustix::buffer::spare_capacity(&mut *buf))
-            })
+            .poll_io(cx, Direction::Read, read, short_of(spare))
     }
 
     /// Polls a read into the spare capacity of a `BytesMut` (reserving 4 KiB if it is full).
@@ -155,9 +155,10 @@ impl<P> Stream<P> {
         }
         let spare = buf.spare_capacity_mut();
         let len = spare.len();
-        let result = self.source.poll_stream_io(cx, Direction::Read, len, |fd| {
-            rustix::io::read(fd, &mut *spare).map(|(init, _)| init.len())
-        });
+        let read = |fd: &_| rustix::io::read(fd, &mut *spare).map(|(init, _)| init.len());
+        let result = self
+            .source
+            .poll_io(cx, Direction::Read, read, short_of(len));
         if let Poll::Ready(Ok(n)) = result {
             // SAFETY: `read` initialized the first `n` bytes of the spare capacity (rustix
             // returns exactly the initialized prefix), and `n <= len` is within capacity.
@@ -190,10 +191,9 @@ impl<P> Stream<P> {
             return self.source.poll_send(Some(cx), bufs);
         }
         let total: usize = bufs.iter().map(|b| b.len()).sum();
+        let write = |fd: &_| rustix::io::writev(fd, bufs);
         self.source
-            .poll_stream_io(cx, Direction::Write, total, |fd| {
-                rustix::io::writev(fd, bufs)
-            })
+            .poll_io(cx, Direction::Write, write, short_of(total))
     }
 
     /// Reads now if data is there: `WouldBlock` otherwise (then await [`Self::readable`]).

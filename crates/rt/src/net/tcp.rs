@@ -122,9 +122,9 @@ impl TcpListener {
             if let Some(accepted) = self.source.poll_accept(cx) {
                 return accepted;
             }
-            let accepted = self.source.poll_io(cx, Direction::Read, |fd| {
-                rustix::net::acceptfrom_with(fd, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC)
-            });
+            let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+            let accept = |fd: &_| rustix::net::acceptfrom_with(fd, flags);
+            let accepted = self.source.poll_io(cx, Direction::Read, accept, |_| false);
             accepted.map(|r| match r? {
                 (fd, Some(addr)) => Ok((fd, to_std_addr(addr)?)),
                 (_, None) => Err(io::Error::other("accepted socket without a peer address")),

@@ -30,9 +30,9 @@ impl UnixListener {
     /// Waits for a connection.
     pub async fn accept(&self) -> io::Result<UnixStream> {
         let fd = poll_fn(|cx| {
-            self.source.poll_io(cx, Direction::Read, |fd| {
-                rustix::net::accept_with(fd, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC)
-            })
+            let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+            let accept = |fd: &_| rustix::net::accept_with(fd, flags);
+            self.source.poll_io(cx, Direction::Read, accept, |_| false)
         })
         .await?;
         Stream::new(fd, false)

@@ -94,8 +94,7 @@ impl Reactor {
         if io.as_ref().is_some_and(|io| io.shared && io.watched) {
             let _ = epoll::delete(&self.epoll, &fd);
         }
-        drop(fd);
-        drop(io); // wakers dropped outside the borrow
+        // `io`'s wakers are dropped here, outside the borrow; then `fd` is closed.
     }
 
     /// Ready, or the waker is kept for the next edge. The fd joins the epoll set here, the first
