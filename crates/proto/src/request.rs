@@ -326,14 +326,14 @@ fn parse_clean(
     head.version = version;
     head.target = target;
     let mut framing = Framing::default();
-    head.head_len = clean_fields(
+    head.head_len = clean_fields!(
         buf,
         pos,
         limits.max_headers,
         &mut head.headers,
         &mut framing,
-        known_name,
-    )?;
+        known_name
+    );
     Some(apply_fields(head, buf, framing))
 }
 

@@ -133,14 +133,14 @@ fn parse_clean(
         status_line(buf, head)?
     };
     let mut framing = Framing::default();
-    head.head_len = clean_fields(
+    head.head_len = clean_fields!(
         buf,
         line_end + 2,
         limits.max_headers,
         &mut head.headers,
         &mut framing,
-        known_name,
-    )?;
+        known_name
+    );
     Some(apply_fields(head, framing, head_request))
 }
 
