@@ -157,6 +157,11 @@ impl Slot {
     fn queued(&self) -> usize {
         self.unsent.len() + self.sending.len() - self.sent
     }
+
+    /// A stream's writes can proceed: connected, and under [`SEND_LIMIT`] (or failed).
+    fn writable(&self) -> bool {
+        self.io.ready & WRITABLE != 0 && (self.send_error.is_some() || self.queued() < SEND_LIMIT)
+    }
 }
 
 /// The provided-buffer ring: [`BUF_ENTRIES`] buffers of [`BUF_SIZE`] bytes the kernel picks from
@@ -376,12 +381,7 @@ impl Reactor {
         drop(io); // wakers dropped last
     }
 
-    pub(crate) fn poll_ready(
-        &self,
-        token: usize,
-        dir: Direction,
-        cx: Option<&Context<'_>>,
-    ) -> Poll<()> {
+    pub(crate) fn poll_ready(&self, token: usize, dir: Direction, cx: &Context<'_>) -> Poll<()> {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let slot = &mut st.sources[token];
@@ -395,17 +395,12 @@ impl Reactor {
                 }
                 ready
             }
-            (Kind::Stream, Direction::Write) => {
-                slot.io.ready & WRITABLE != 0
-                    && (slot.send_error.is_some() || slot.queued() < SEND_LIMIT)
-            }
+            (Kind::Stream, Direction::Write) => slot.writable(),
         };
         if ready {
             return Poll::Ready(());
         }
-        if let Some(cx) = cx {
-            st.sources[token].io.wait(dir, cx);
-        }
+        st.sources[token].io.wait(dir, cx);
         Poll::Pending
     }
 
@@ -496,12 +491,15 @@ impl Reactor {
         cx: Option<&Context<'_>>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        if self.poll_ready(token, Direction::Write, cx).is_pending() {
-            return Poll::Pending;
-        }
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let slot = &mut st.sources[token];
+        if !slot.writable() {
+            if let Some(cx) = cx {
+                slot.io.wait(Direction::Write, cx);
+            }
+            return Poll::Pending;
+        }
         if let Some(errno) = slot.send_error {
             return Poll::Ready(Err(io::Error::from_raw_os_error(errno)));
         }
@@ -923,7 +921,9 @@ impl State {
             }
             _ => unreachable!("unknown operation in user_data {data:#x}"),
         }
-        self.maybe_close(token);
+        if dropped {
+            self.maybe_close(token);
+        }
     }
 
     /// Frees a dropped slot (closing its descriptor) once nothing on it is in flight or queued.
