@@ -285,7 +285,6 @@ struct State {
     scratch: Vec<u8>,
     notifier_fd: RawFd,
     notified: bool,
-    completions: Vec<(u64, i32, u32)>,
     to_wake: Vec<Waker>,
 }
 
@@ -330,7 +329,6 @@ impl Reactor {
             scratch: vec![0; SCRATCH_SIZE],
             notifier_fd: notifier.as_fd().as_raw_fd(),
             notified: false,
-            completions: Vec::with_capacity(CQ_ENTRIES as usize),
             to_wake: Vec::with_capacity(64),
         };
         state.arm_notifier();
@@ -797,16 +795,14 @@ impl State {
 
     /// Handles every completion waiting in the queue.
     fn complete(&mut self) {
-        let mut completions = std::mem::take(&mut self.completions);
-        completions.extend(
-            self.ring
-                .completion()
-                .map(|c| (c.user_data(), c.result(), c.flags())),
-        );
-        for (data, result, flags) in completions.drain(..) {
-            self.complete_one(data, result, flags);
+        // One entry at a time, each given back to the kernel before it is handled: handling
+        // needs `&mut self`, which a borrowed queue would hold.
+        loop {
+            let Some(c) = self.ring.completion().next() else {
+                return;
+            };
+            self.complete_one(c.user_data(), c.result(), c.flags());
         }
-        self.completions = completions;
     }
 
     fn complete_one(&mut self, data: u64, result: i32, flags: u32) {
