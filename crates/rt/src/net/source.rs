@@ -112,7 +112,7 @@ impl Source {
         match reactor {
             // epoll adds the fd to its set the first time it has to wait.
             Reactor::Epoll(r) => r.poll_ready(self.token, self.fd.as_fd(), dir, cx),
-            Reactor::Uring(r) => r.poll_ready(self.token, dir, Some(cx)),
+            Reactor::Uring(r) => r.poll_ready(self.token, dir, cx),
         }
     }
 

@@ -157,6 +157,11 @@ impl Slot {
     fn queued(&self) -> usize {
         self.unsent.len() + self.sending.len() - self.sent
     }
+
+    /// A stream's writes can proceed: connected, and under [`SEND_LIMIT`] (or failed).
+    fn writable(&self) -> bool {
+        self.io.ready & WRITABLE != 0 && (self.send_error.is_some() || self.queued() < SEND_LIMIT)
+    }
 }
 
 /// The provided-buffer ring: [`BUF_ENTRIES`] buffers of [`BUF_SIZE`] bytes the kernel picks from
@@ -280,7 +285,6 @@ struct State {
     scratch: Vec<u8>,
     notifier_fd: RawFd,
     notified: bool,
-    completions: Vec<(u64, i32, u32)>,
     to_wake: Vec<Waker>,
 }
 
@@ -325,7 +329,6 @@ impl Reactor {
             scratch: vec![0; SCRATCH_SIZE],
             notifier_fd: notifier.as_fd().as_raw_fd(),
             notified: false,
-            completions: Vec::with_capacity(CQ_ENTRIES as usize),
             to_wake: Vec::with_capacity(64),
         };
         state.arm_notifier();
@@ -376,12 +379,7 @@ impl Reactor {
         drop(io); // wakers dropped last
     }
 
-    pub(crate) fn poll_ready(
-        &self,
-        token: usize,
-        dir: Direction,
-        cx: Option<&Context<'_>>,
-    ) -> Poll<()> {
+    pub(crate) fn poll_ready(&self, token: usize, dir: Direction, cx: &Context<'_>) -> Poll<()> {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let slot = &mut st.sources[token];
@@ -395,17 +393,12 @@ impl Reactor {
                 }
                 ready
             }
-            (Kind::Stream, Direction::Write) => {
-                slot.io.ready & WRITABLE != 0
-                    && (slot.send_error.is_some() || slot.queued() < SEND_LIMIT)
-            }
+            (Kind::Stream, Direction::Write) => slot.writable(),
         };
         if ready {
             return Poll::Ready(());
         }
-        if let Some(cx) = cx {
-            st.sources[token].io.wait(dir, cx);
-        }
+        st.sources[token].io.wait(dir, cx);
         Poll::Pending
     }
 
@@ -496,12 +489,15 @@ impl Reactor {
         cx: Option<&Context<'_>>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        if self.poll_ready(token, Direction::Write, cx).is_pending() {
-            return Poll::Pending;
-        }
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let slot = &mut st.sources[token];
+        if !slot.writable() {
+            if let Some(cx) = cx {
+                slot.io.wait(Direction::Write, cx);
+            }
+            return Poll::Pending;
+        }
         if let Some(errno) = slot.send_error {
             return Poll::Ready(Err(io::Error::from_raw_os_error(errno)));
         }
@@ -799,16 +795,14 @@ impl State {
 
     /// Handles every completion waiting in the queue.
     fn complete(&mut self) {
-        let mut completions = std::mem::take(&mut self.completions);
-        completions.extend(
-            self.ring
-                .completion()
-                .map(|c| (c.user_data(), c.result(), c.flags())),
-        );
-        for (data, result, flags) in completions.drain(..) {
-            self.complete_one(data, result, flags);
+        // One entry at a time, each given back to the kernel before it is handled: handling
+        // needs `&mut self`, which a borrowed queue would hold.
+        loop {
+            let Some(c) = self.ring.completion().next() else {
+                return;
+            };
+            self.complete_one(c.user_data(), c.result(), c.flags());
         }
-        self.completions = completions;
     }
 
     fn complete_one(&mut self, data: u64, result: i32, flags: u32) {
@@ -923,7 +917,9 @@ impl State {
             }
             _ => unreachable!("unknown operation in user_data {data:#x}"),
         }
-        self.maybe_close(token);
+        if dropped {
+            self.maybe_close(token);
+        }
     }
 
     /// Frees a dropped slot (closing its descriptor) once nothing on it is in flight or queued.
