@@ -1,8 +1,8 @@
 //! The hot path allocates nothing per request: a run of 2N requests allocates about as often
 //! as a run of N, the difference being fixed per-second work.
 //!
-//! Counted for the whole process by `stats_alloc`'s instrumented allocator (so no `unsafe`
-//! here). The test server allocates nothing per request either (see `common::serve`), so what
+//! Counted for the whole process by `stats_alloc`'s instrumented allocator (no allocator code
+//! of our own). The test server allocates nothing per request either (see `common::serve`), so what
 //! grows with the requests is the load generator's.
 
 mod common;

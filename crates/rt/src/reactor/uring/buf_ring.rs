@@ -1,0 +1,115 @@
+//! The provided-buffer ring the io_uring driver's multishot receives pick buffers from.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU16, Ordering};
+
+use super::{BUF_ENTRIES, BUF_SIZE};
+
+/// The provided-buffer ring: [`BUF_ENTRIES`] buffers of [`BUF_SIZE`] bytes the kernel picks from
+/// for multishot receives, and the page-aligned descriptor ring that lends them.
+pub(super) struct BufRing {
+    /// `BUF_ENTRIES` descriptors; the kernel reads those between its head and our tail.
+    pub(super) ring: NonNull<RingEntry>,
+    /// The buffers. Only reached through raw pointers: the kernel writes into the ones it holds
+    /// while we read the ones it handed back.
+    bufs: NonNull<u8>,
+    tail: u16,
+    /// Buffers handed back by completions and not yet returned to the ring.
+    pub(super) lent: usize,
+}
+
+/// `struct io_uring_buf`. The first entry's `resv` is the ring's tail.
+#[repr(C)]
+pub(super) struct RingEntry {
+    addr: u64,
+    len: u32,
+    bid: u16,
+    resv: u16,
+}
+
+const RING_LAYOUT: Layout =
+    match Layout::from_size_align(BUF_ENTRIES as usize * size_of::<RingEntry>(), 4096) {
+        Ok(l) => l,
+        Err(_) => panic!("bad ring layout"),
+    };
+const BUFS_LAYOUT: Layout = match Layout::from_size_align(BUF_ENTRIES as usize * BUF_SIZE, 4096) {
+    Ok(l) => l,
+    Err(_) => panic!("bad buffer layout"),
+};
+
+impl BufRing {
+    pub(super) fn new() -> BufRing {
+        // SAFETY: both layouts have a non-zero size.
+        let (ring, bufs) = unsafe { (alloc_zeroed(RING_LAYOUT), alloc_zeroed(BUFS_LAYOUT)) };
+        let (Some(ring), Some(bufs)) = (NonNull::new(ring.cast()), NonNull::new(bufs)) else {
+            std::alloc::handle_alloc_error(BUFS_LAYOUT);
+        };
+        let mut this = BufRing {
+            ring,
+            bufs,
+            tail: 0,
+            lent: BUF_ENTRIES as usize,
+        };
+        for bid in 0..BUF_ENTRIES {
+            this.give_back(bid);
+        }
+        this
+    }
+
+    /// The bytes `start..end` of buffer `bid`.
+    ///
+    /// # Safety
+    /// A completion handed `bid` to us, it has not been given back since, and `end` is within
+    /// what the kernel wrote into it.
+    pub(super) unsafe fn bytes(&self, bid: u16, start: u32, end: u32) -> &[u8] {
+        debug_assert!(start <= end && end as usize <= BUF_SIZE);
+        // SAFETY: in bounds of the allocation (bid < BUF_ENTRIES, end <= BUF_SIZE); the kernel
+        // does not write a buffer it handed back until `give_back`, and wrote `..end` (caller).
+        unsafe {
+            std::slice::from_raw_parts(
+                self.bufs
+                    .as_ptr()
+                    .add(bid as usize * BUF_SIZE + start as usize),
+                (end - start) as usize,
+            )
+        }
+    }
+
+    /// Lends buffer `bid` to the kernel again. The caller no longer reads it.
+    pub(super) fn give_back(&mut self, bid: u16) {
+        debug_assert!(bid < BUF_ENTRIES && self.lent > 0);
+        let index = (self.tail & (BUF_ENTRIES - 1)) as usize;
+        let addr = self.bufs.as_ptr() as u64 + bid as u64 * BUF_SIZE as u64;
+        // SAFETY: `index < BUF_ENTRIES`, in the ring allocation. The entry at the unpublished
+        // tail is not read by the kernel (it reads head..tail). Fields are written through raw
+        // places so entry 0's `resv` (the tail the kernel reads) is left alone.
+        unsafe {
+            let slot = self.ring.as_ptr().add(index);
+            (&raw mut (*slot).addr).write(addr);
+            (&raw mut (*slot).len).write(BUF_SIZE as u32);
+            (&raw mut (*slot).bid).write(bid);
+        }
+        self.tail = self.tail.wrapping_add(1);
+        self.lent -= 1;
+        // SAFETY: entry 0's `resv` is the ring tail, a naturally aligned u16 shared with the
+        // kernel, which reads it with acquire semantics; it is only accessed atomically here.
+        let tail = unsafe { AtomicU16::from_ptr(&raw mut (*self.ring.as_ptr()).resv) };
+        tail.store(self.tail, Ordering::Release);
+    }
+
+    pub(super) fn free(&self) -> usize {
+        BUF_ENTRIES as usize - self.lent
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with these layouts. The ring that could use them was dropped
+        // first (field order in `State`) after every operation completed (`Reactor::drop`).
+        unsafe {
+            dealloc(self.ring.as_ptr().cast(), RING_LAYOUT);
+            dealloc(self.bufs.as_ptr(), BUFS_LAYOUT);
+        }
+    }
+}
