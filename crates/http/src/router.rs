@@ -10,14 +10,14 @@ use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{HeaderValue, Method, StatusCode};
 use smallvec::SmallVec;
-use volt_proto::Span;
 
-use crate::request::Params;
+use crate::request::{Param, Params};
 use crate::response::{IntoResponse, Response};
 use crate::service::Service;
 use crate::Request;
@@ -30,17 +30,28 @@ where
     Fut: Future<Output = R> + 'static,
     R: IntoResponse,
 {
-    Box::new(move |req| Running::start(handler(req)))
+    // Every handler made in the process gets its own number, which tags the spare boxes of
+    // its futures.
+    static NEXT_POOL: AtomicUsize = AtomicUsize::new(0);
+    let pool = NEXT_POOL.fetch_add(1, Ordering::Relaxed);
+    Box::new(move |req| Running::start(pool, handler(req)))
 }
 
 /// A handler's future, in a box that outlives it.
 ///
 /// The router holds handlers of many types, so their futures are boxed; but once a future is
-/// done its box goes to a pool of this thread's spare boxes, and the next request to a handler
-/// of the same type reuses it. A request thus allocates nothing for its handler (a `malloc`
-/// and a `free` were ~140 instructions of a keep-alive request's ~4,100). The box is `None`
-/// only while `Running` is dropped.
-struct Running(Option<Pin<Box<dyn Slot>>>);
+/// done its box goes to a pool of this thread's spare boxes, tagged with its handler's
+/// number, and the next request to that handler reuses it. A request thus allocates nothing
+/// for its handler (a `malloc` and a `free` were ~140 instructions of a keep-alive request's
+/// ~4,100), and finds its box by comparing numbers, not by asking each box for its type.
+/// `slot` is `None` only while `Running` is dropped.
+struct Running {
+    /// The handler's number (see [`boxed`]).
+    pool: usize,
+    slot: Option<SlotBox>,
+}
+
+type SlotBox = Pin<Box<dyn Slot>>;
 
 /// The room for one type of future: `Option<Fut>`, `None` while the box is spare.
 trait Slot {
@@ -84,53 +95,60 @@ where
 }
 
 thread_local! {
-    /// Boxes of finished handler futures, each empty, for the next requests on this thread.
-    static SPARE: RefCell<Vec<Pin<Box<dyn Slot>>>> = const { RefCell::new(Vec::new()) };
+    /// Boxes of finished handler futures, each empty, for the next requests on this thread,
+    /// each with the number of the handler it is for.
+    static SPARE: RefCell<Vec<(usize, SlotBox)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Most spare boxes a thread keeps (they hold their futures' size each).
 const SPARE_MAX: usize = 64;
 
 impl Running {
-    /// Puts `fut` in a spare box made for its type, or in a new one.
-    fn start<Fut>(fut: Fut) -> Running
+    /// Puts `fut` in a spare box of handler `pool`, or in a new one.
+    fn start<Fut>(pool: usize, fut: Fut) -> Running
     where
         Fut: Future + 'static,
         Fut::Output: IntoResponse,
     {
         let mut fresh = Some(fut);
-        let reused = SPARE.with(|spare| {
-            let mut spare = spare.borrow_mut();
+        let reused = SPARE.with_borrow_mut(|spare| {
             // The last box given back is the likeliest match: a keep-alive client tends to
             // ask the same route again.
-            let i = spare
-                .iter_mut()
-                .rposition(|slot| slot.as_mut().start(&mut fresh))?;
-            Some(spare.swap_remove(i))
+            let i = spare.iter().rposition(|(p, _)| *p == pool)?;
+            Some(spare.swap_remove(i).1)
         });
-        Running(Some(reused.unwrap_or_else(|| Box::pin(fresh))))
+        // A box of handler `pool` is for its future type, so `start` succeeds.
+        let slot = reused
+            .and_then(|mut slot| slot.as_mut().start(&mut fresh).then_some(slot))
+            .unwrap_or_else(|| Box::pin(fresh));
+        Running {
+            pool,
+            slot: Some(slot),
+        }
     }
 }
 
 impl Future for Running {
     type Output = Response;
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
-        let slot = self.0.as_mut().expect("a running handler has its box");
+        let slot = self.slot.as_mut().expect("a running handler has its box");
         slot.as_mut().poll_response(cx)
     }
 }
 
 impl Drop for Running {
+    /// Gives the box back to its pool, emptied (the future is gone once it answered, but may
+    /// still be running if the request was abandoned).
     fn drop(&mut self) {
-        let Some(mut slot) = self.0.take() else {
+        let Some(mut slot) = self.slot.take() else {
             return;
         };
         slot.as_mut().clear();
-        SPARE.with(|spare| {
-            let mut spare = spare.borrow_mut();
+        SPARE.with_borrow_mut(|spare| {
             if spare.len() < SPARE_MAX {
-                spare.push(slot);
+                spare.push((self.pool, slot));
             }
         });
     }
@@ -171,7 +189,7 @@ struct Node {
 
 struct Endpoint {
     pattern: Box<str>,
-    names: Option<Arc<[Box<str>]>>,
+    params: Option<Params>,
     methods: MethodRouter,
     allow: HeaderValue,
 }
@@ -300,7 +318,7 @@ impl Router {
             return self;
         }
         let mut node = &mut self.root;
-        let mut names: Vec<Box<str>> = Vec::new();
+        let mut params: Vec<Param> = Vec::new();
         let segments: Vec<&str> = split_path(pattern).collect();
         let allow = methods.allow();
         for (i, segment) in segments.iter().enumerate() {
@@ -309,17 +327,17 @@ impl Router {
                     i + 1 == segments.len(),
                     "catch-all `{segment}` must be the last segment of `{pattern}`"
                 );
-                names.push(name.into());
+                params.push(Param::new(name, i, true));
                 assert!(
                     node.catch_all.is_none(),
                     "route `{pattern}` is already registered"
                 );
-                node.catch_all = Some(Endpoint::new(pattern, names, methods, allow));
+                node.catch_all = Some(Endpoint::new(pattern, params, methods, allow));
                 return self;
             }
             if let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
                 assert!(!name.is_empty(), "empty parameter name in `{pattern}`");
-                names.push(name.into());
+                params.push(Param::new(name, i, false));
                 node = node.param.get_or_insert_with(Box::default);
             } else {
                 assert!(
@@ -340,7 +358,7 @@ impl Router {
             node.endpoint.is_none(),
             "route `{pattern}` is already registered"
         );
-        node.endpoint = Some(Endpoint::new(pattern, names, methods, allow));
+        node.endpoint = Some(Endpoint::new(pattern, params, methods, allow));
         self
     }
 
@@ -350,9 +368,9 @@ impl Router {
         self
     }
 
-    /// Finds the endpoint for `path`, filling `values` with the parameter spans (relative to
-    /// the start of `path`).
-    fn find(&self, path: &[u8], values: &mut SmallVec<[Span; 4]>) -> Option<&Endpoint> {
+    /// Finds the endpoint for `path`. Its parameters' values are not recorded: each is the
+    /// path segment at its place in the pattern, which the request finds when asked for it.
+    fn find(&self, path: &[u8]) -> Option<&Endpoint> {
         if let Some((_, e)) = self
             .exact
             .iter()
@@ -364,29 +382,17 @@ impl Router {
         // made some other way.
         let path = std::str::from_utf8(path).ok()?;
         let segs = segments(path)?;
-        find_in(&self.root, &segs, path.len() as u32, values)
+        find_in(&self.root, &segs)
     }
 
     fn dispatch(&self, mut req: Request) -> Dispatch<'_> {
-        let (path_start, path) = req.path_bytes();
-        let mut values = SmallVec::new();
-        let Some(endpoint) = self.find(path, &mut values) else {
+        let Some(endpoint) = self.find(req.path_bytes()) else {
             return Dispatch::Status(StatusCode::NOT_FOUND, None);
         };
         let Some(handler) = endpoint.methods.handler(req.method()) else {
             return Dispatch::Status(StatusCode::METHOD_NOT_ALLOWED, Some(&endpoint.allow));
         };
-        if endpoint.names.is_some() {
-            for v in values.iter_mut() {
-                v.start += path_start;
-                v.end += path_start;
-            }
-            req.set_params(Params {
-                names: endpoint.names.clone(),
-                values,
-            });
-        }
-        req.set_state(&self.state);
+        req.set_route(&endpoint.params, &self.state);
         Dispatch::Handler(handler(req))
     }
 }
@@ -396,61 +402,28 @@ enum Dispatch<'a> {
     Status(StatusCode, Option<&'a HeaderValue>),
 }
 
-/// A path split at `/`, each segment with its byte offset in the path.
-type Segments<'p> = SmallVec<[(&'p str, u32); 8]>;
+/// A path split at `/`.
+type Segments<'p> = SmallVec<[&'p str; 8]>;
 
 fn segments(path: &str) -> Option<Segments<'_>> {
-    let rest = path.strip_prefix('/')?;
-    let mut offset = 1;
-    Some(
-        rest.split('/')
-            .map(|s| {
-                let at = offset;
-                offset += s.len() as u32 + 1;
-                (s, at)
-            })
-            .collect(),
-    )
+    Some(path.strip_prefix('/')?.split('/').collect())
 }
 
-fn find_in<'n>(
-    node: &'n Node,
-    segs: &[(&str, u32)],
-    path_len: u32,
-    values: &mut SmallVec<[Span; 4]>,
-) -> Option<&'n Endpoint> {
-    let Some(&(segment, offset)) = segs.first() else {
-        return node.endpoint.as_ref().or_else(|| {
-            let e = node.catch_all.as_ref()?;
-            values.push(Span {
-                start: path_len,
-                end: path_len,
-            });
-            Some(e)
-        });
+fn find_in<'n>(node: &'n Node, segs: &[&str]) -> Option<&'n Endpoint> {
+    let Some((&segment, rest)) = segs.split_first() else {
+        return node.endpoint.as_ref().or(node.catch_all.as_ref());
     };
     if let Some((_, child)) = node.literals.iter().find(|(s, _)| &**s == segment) {
-        if let Some(e) = find_in(child, &segs[1..], path_len, values) {
+        if let Some(e) = find_in(child, rest) {
             return Some(e);
         }
     }
     if let Some(child) = node.param.as_deref().filter(|_| !segment.is_empty()) {
-        let mark = values.len();
-        values.push(Span {
-            start: offset,
-            end: offset + segment.len() as u32,
-        });
-        if let Some(e) = find_in(child, &segs[1..], path_len, values) {
+        if let Some(e) = find_in(child, rest) {
             return Some(e);
         }
-        values.truncate(mark);
     }
-    let e = node.catch_all.as_ref()?;
-    values.push(Span {
-        start: offset,
-        end: path_len,
-    });
-    Some(e)
+    node.catch_all.as_ref()
 }
 
 fn split_path(pattern: &str) -> impl Iterator<Item = &str> {
@@ -458,10 +431,10 @@ fn split_path(pattern: &str) -> impl Iterator<Item = &str> {
 }
 
 impl Endpoint {
-    fn new(pattern: &str, names: Vec<Box<str>>, methods: MethodRouter, allow: HeaderValue) -> Self {
+    fn new(pattern: &str, params: Vec<Param>, methods: MethodRouter, allow: HeaderValue) -> Self {
         Endpoint {
             pattern: pattern.into(),
-            names: (!names.is_empty()).then(|| names.into()),
+            params: (!params.is_empty()).then(|| params.into()),
             methods,
             allow,
         }
@@ -477,6 +450,7 @@ impl Default for Router {
 impl Service for Router {
     // The dispatch is itself the future: the request moves once, into the handler's boxed
     // future, and an answer passes through no extra state machine on its way out.
+    #[inline]
     fn call(&self, req: Request) -> impl Future<Output = Response> {
         self.dispatch(req)
     }
@@ -485,6 +459,7 @@ impl Service for Router {
 impl Future for Dispatch<'_> {
     type Output = Response;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
         match self.get_mut() {
             Dispatch::Handler(running) => Pin::new(running).poll(cx),
