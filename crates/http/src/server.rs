@@ -10,6 +10,7 @@
 //! A plain port serves HTTP/1 and HTTP/2 with prior knowledge (told apart by the preface); a
 //! port with [`Server::tls`] serves HTTPS, HTTP/2 or HTTP/1.1 as ALPN chose.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -280,6 +281,9 @@ pub(crate) struct Worker {
     closed_waiter: RefCell<Option<Waker>>,
     read_pool: RefCell<Vec<BytesMut>>,
     write_pool: RefCell<Vec<Vec<u8>>>,
+    /// The HTTP/1 connections' spare batch boxes (`conn::SpareBatches`), type-erased: their
+    /// type depends on the service, and the worker is not generic over it.
+    pub(crate) spare_batches: RefCell<Option<Rc<dyn Any>>>,
 }
 
 struct ConnEntry {
@@ -321,6 +325,7 @@ impl Worker {
             closed_waiter: RefCell::new(None),
             read_pool: RefCell::new(Vec::new()),
             write_pool: RefCell::new(Vec::new()),
+            spare_batches: RefCell::new(None),
         }
     }
 
