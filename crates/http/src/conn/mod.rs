@@ -47,9 +47,10 @@ const MIN_READ: usize = 4 * 1024;
 const HEAD_RESERVE: usize = 256;
 /// Least capacity of a write buffer taken for a response.
 const MIN_WRITE: usize = 1024;
-/// Largest buffers an idle connection may keep (see [`ConnIo::park_buffers`]): a read buffer
-/// of the pool's size, a write buffer that held no large response.
+/// Largest read buffer an idle connection may keep (see [`ConnIo::park_buffers`]): about the
+/// pool's size.
 const IDLE_READ_MAX: usize = 2 * READ_BUF;
+/// Largest write buffer an idle connection may keep: one that held no large response.
 const IDLE_WRITE_MAX: usize = 16 * 1024;
 
 /// The socket and both buffers of a connection.
@@ -258,7 +259,7 @@ impl<F: Future + 'static> SpareBatches<F> {
 }
 
 /// Parses and answers every complete request in the read buffer, then writes the responses.
-/// Owns what it uses, so that its future can wait in the worker's spare boxes ([`run_boxed`]);
+/// Owns what it uses, so that its future's box can wait among the worker's [`SpareBatches`];
 /// gives back when the unfinished head left in the buffer started.
 async fn process<S: Service>(
     io: Rc<ConnIo>,
