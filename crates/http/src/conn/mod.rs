@@ -121,15 +121,15 @@ pub(crate) fn new_conn(stream: Transport, remote: SocketAddr, worker: Rc<Worker>
 }
 
 pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usize) {
-    let worker = &io.worker;
-    let config = &worker.config;
+    // No `let worker = &io.worker` and the like: a reference kept across the `.await`s below
+    // is a field of this future, which every idle connection holds.
     // When the first byte of an unfinished head arrived; bounds a slowloris.
     let mut head_started: Option<Instant> = None;
     // Length of the unfinished head the last parse gave up on. A head can only end at a LF, so
     // bytes that bring none are not worth parsing again from the start (a head dripped in
     // byte by byte would otherwise cost time quadratic in its size).
     let mut unfinished = 0;
-    let spare = SpareBatches::of(worker, process::<S>);
+    let spare = SpareBatches::of(&io.worker, process::<S>);
     loop {
         // Everything that holds a request lives in this boxed future, one per batch of reads:
         // a connection waiting for its next request keeps only the small state of this loop
@@ -153,18 +153,18 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usi
             };
         }
         let idle = io.read_buf.borrow().is_empty();
-        if idle && worker.is_shutting_down() {
+        if idle && io.worker.is_shutting_down() {
             return;
         }
         let deadline = match head_started {
-            Some(t) => t + config.header_read_timeout,
-            None => volt_rt::time::now() + config.idle_timeout,
+            Some(t) => t + io.worker.config.header_read_timeout,
+            None => volt_rt::time::now() + io.worker.config.idle_timeout,
         };
         if idle {
             io.park_buffers();
-            worker.set_idle(slot, true);
+            io.worker.set_idle(slot, true);
             let ready = io.readable(deadline).await;
-            worker.set_idle(slot, false);
+            io.worker.set_idle(slot, false);
             io.unpark_buffers();
             if !ready {
                 return; // idle timeout: close quietly
@@ -177,7 +177,7 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usi
             Err(ReadError::Timeout) => {
                 if !idle {
                     let e = Error::new(StatusCode::REQUEST_TIMEOUT, "request head took too long");
-                    worker.refresh_date();
+                    io.worker.refresh_date();
                     io.respond_error(e);
                     // Boxed: this rare path would otherwise add a write future's size to
                     // every idle connection.
@@ -900,5 +900,25 @@ impl Drop for ConnIo {
     fn drop(&mut self) {
         self.unpark_buffers();
         self.release_buffers();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of the futures `f` returns.
+    fn future_size<A, B, C, F>(f: fn(A, B, C) -> F) -> usize {
+        let _ = f;
+        std::mem::size_of::<F>()
+    }
+
+    /// Every idle connection holds its `serve` future (its batches are boxed apart): it must
+    /// stay small, and at most 256 bytes with the task's own state besides, where moving it
+    /// (`memcpy`) still takes the short path.
+    #[test]
+    fn idle_connection_future_is_small() {
+        let size = future_size(serve::<crate::Router>);
+        assert!(size <= 200, "the connection future is {size} bytes");
     }
 }
