@@ -10,6 +10,7 @@
 //! A plain port serves HTTP/1 and HTTP/2 with prior knowledge (told apart by the preface); a
 //! port with [`Server::tls`] serves HTTPS, HTTP/2 or HTTP/1.1 as ALPN chose.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -31,6 +32,10 @@ use crate::service::Service;
 /// Buffers kept per worker for connections to reuse.
 const POOL_SIZE: usize = 256;
 pub(crate) const READ_BUF: usize = 8 * 1024;
+/// Idle HTTP/1 connections per worker that may keep their (small) buffers: at most this many
+/// buffer pairs (typically 9 KiB, at most 32 KiB each) sit in idle connections instead of the
+/// pool.
+const IDLE_KEEP: usize = 64;
 
 /// An HTTP/1.x and HTTP/2 server, over cleartext or TLS.
 ///
@@ -280,6 +285,11 @@ pub(crate) struct Worker {
     closed_waiter: RefCell<Option<Waker>>,
     read_pool: RefCell<Vec<BytesMut>>,
     write_pool: RefCell<Vec<Vec<u8>>>,
+    /// Idle connections holding their buffers (at most [`IDLE_KEEP`]).
+    idle_with_buffers: Cell<usize>,
+    /// The HTTP/1 connections' spare batch boxes (`conn::SpareBatches`), type-erased: their
+    /// type depends on the service, and the worker is not generic over it.
+    pub(crate) spare_batches: RefCell<Option<Rc<dyn Any>>>,
 }
 
 struct ConnEntry {
@@ -321,6 +331,8 @@ impl Worker {
             closed_waiter: RefCell::new(None),
             read_pool: RefCell::new(Vec::new()),
             write_pool: RefCell::new(Vec::new()),
+            idle_with_buffers: Cell::new(0),
+            spare_batches: RefCell::new(None),
         }
     }
 
@@ -405,6 +417,23 @@ impl Worker {
         self.write_pool.borrow_mut().pop().unwrap_or_default()
     }
 
+    /// Whether a connection going idle may keep its buffers (then counted until
+    /// [`Worker::idle_buffers_back`]), so that the next request on a keep-alive connection
+    /// neither gives them back nor takes them again. Bounded like the pools: the buffers of at
+    /// most [`IDLE_KEEP`] idle connections.
+    pub(crate) fn keep_idle_buffers(&self) -> bool {
+        let n = self.idle_with_buffers.get();
+        if n < IDLE_KEEP {
+            self.idle_with_buffers.set(n + 1);
+        }
+        n < IDLE_KEEP
+    }
+
+    /// A connection that kept its buffers is no longer idle (or is gone).
+    pub(crate) fn idle_buffers_back(&self) {
+        self.idle_with_buffers.set(self.idle_with_buffers.get() - 1);
+    }
+
     async fn connection_closed(&self) {
         let mut waited = false;
         std::future::poll_fn(|cx| {
@@ -440,5 +469,24 @@ impl Worker {
                 break;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// At most `IDLE_KEEP` idle connections of a worker hold their buffers; one that wakes up
+    /// makes room for another.
+    #[test]
+    fn idle_connections_keeping_buffers_are_bounded() {
+        let worker = Worker::new(Arc::new(Config::default()));
+        for _ in 0..IDLE_KEEP {
+            assert!(worker.keep_idle_buffers());
+        }
+        assert!(!worker.keep_idle_buffers());
+        worker.idle_buffers_back();
+        assert!(worker.keep_idle_buffers());
+        assert!(!worker.keep_idle_buffers());
     }
 }

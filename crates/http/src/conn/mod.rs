@@ -10,14 +10,14 @@
 //! body. Everything runs on one worker thread, so `RefCell`s suffice; no borrow is held across
 //! an `.await`.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, Ref, RefCell};
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::{pin, Pin};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
@@ -47,6 +47,11 @@ const MIN_READ: usize = 4 * 1024;
 const HEAD_RESERVE: usize = 256;
 /// Least capacity of a write buffer taken for a response.
 const MIN_WRITE: usize = 1024;
+/// Largest read buffer an idle connection may keep (see [`ConnIo::park_buffers`]): about the
+/// pool's size.
+const IDLE_READ_MAX: usize = 2 * READ_BUF;
+/// Largest write buffer an idle connection may keep: one that held no large response.
+const IDLE_WRITE_MAX: usize = 16 * 1024;
 
 /// The socket and both buffers of a connection.
 pub(crate) struct ConnIo {
@@ -56,13 +61,15 @@ pub(crate) struct ConnIo {
     worker: Rc<Worker>,
     /// False once a write failed or timed out: the connection is finished.
     writable: Cell<bool>,
-    /// Whether `TCP_NODELAY` is set yet; set lazily, see [`ConnIo::write_all`].
+    /// Whether `TCP_NODELAY` is set yet; set lazily, see [`ConnIo::write_from`].
     nagle: Cell<Nagle>,
     /// The deadline of whatever the connection waits for (reset, never recreated).
     timer: RefCell<Sleep>,
     remote: SocketAddr,
     /// Cleartext, and no request yet: an HTTP/2 preface here switches to HTTP/2.
     h2_possible: Cell<bool>,
+    /// Idle with its buffers, counted by [`Worker::keep_idle_buffers`].
+    kept_buffers: Cell<bool>,
 }
 
 /// Where a connection stands with Nagle's algorithm.
@@ -109,26 +116,31 @@ pub(crate) fn new_conn(stream: Transport, remote: SocketAddr, worker: Rc<Worker>
         timer: RefCell::new(sleep_until(Instant::now())),
         remote,
         h2_possible,
+        kept_buffers: Cell::new(false),
     })
 }
 
 pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usize) {
-    let worker = &io.worker;
-    let config = &worker.config;
+    // No `let worker = &io.worker` and the like: a reference kept across the `.await`s below
+    // is a field of this future, which every idle connection holds.
     // When the first byte of an unfinished head arrived; bounds a slowloris.
     let mut head_started: Option<Instant> = None;
     // Length of the unfinished head the last parse gave up on. A head can only end at a LF, so
     // bytes that bring none are not worth parsing again from the start (a head dripped in
     // byte by byte would otherwise cost time quadratic in its size).
     let mut unfinished = 0;
+    let spare = SpareBatches::of(&io.worker, process::<S>);
     loop {
-        // Everything that holds a request lives in this boxed future, allocated once per batch
-        // of reads: a connection waiting for its next request keeps only the small state of
-        // this loop (measured: the whole connection future went from 2 KiB to a few hundred
-        // bytes, which is most of the idle-connection memory).
+        // Everything that holds a request lives in this boxed future, one per batch of reads:
+        // a connection waiting for its next request keeps only the small state of this loop
+        // (measured: the whole connection future went from 2 KiB to a few hundred bytes, which
+        // is most of the idle-connection memory).
         if io.worth_parsing(unfinished) {
-            let batch = Box::pin(process(&io, &*service, &mut head_started));
-            match batch.await {
+            let mut batch = spare.boxed(process(io.clone(), service.clone(), head_started));
+            let next;
+            (next, head_started) = batch.as_mut().await;
+            spare.give(batch);
+            match next {
                 Next::KeepAlive => {}
                 Next::Close => return,
                 // Boxed: the hand-over's state would otherwise widen every HTTP/1
@@ -141,18 +153,19 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usi
             };
         }
         let idle = io.read_buf.borrow().is_empty();
-        if idle && worker.is_shutting_down() {
+        if idle && io.worker.is_shutting_down() {
             return;
         }
         let deadline = match head_started {
-            Some(t) => t + config.header_read_timeout,
-            None => volt_rt::time::now() + config.idle_timeout,
+            Some(t) => t + io.worker.config.header_read_timeout,
+            None => volt_rt::time::now() + io.worker.config.idle_timeout,
         };
         if idle {
-            io.release_buffers();
-            worker.set_idle(slot, true);
+            io.park_buffers();
+            io.worker.set_idle(slot, true);
             let ready = io.readable(deadline).await;
-            worker.set_idle(slot, false);
+            io.worker.set_idle(slot, false);
+            io.unpark_buffers();
             if !ready {
                 return; // idle timeout: close quietly
             }
@@ -164,7 +177,7 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usi
             Err(ReadError::Timeout) => {
                 if !idle {
                     let e = Error::new(StatusCode::REQUEST_TIMEOUT, "request head took too long");
-                    worker.refresh_date();
+                    io.worker.refresh_date();
                     io.respond_error(e);
                     // Boxed: this rare path would otherwise add a write future's size to
                     // every idle connection.
@@ -201,18 +214,64 @@ async fn switch_to_h2<S: Service>(io: Rc<ConnIo>, service: Arc<S>) {
     .await;
 }
 
+/// Boxes of finished batches, for the next ones: the worker's connections pass them on, so a
+/// keep-alive request costs no `malloc` and `free` of its batch's state (~140 instructions),
+/// and an idle connection still holds no box. A spare box holds a finished future, which owns
+/// nothing any more (an async fn drops its locals and arguments when it returns).
+struct SpareBatches<F>(RefCell<Vec<Pin<Box<F>>>>);
+
+/// Most spare batch boxes a worker keeps: as many as batches ever ran at once, up to this.
+const SPARE_BATCHES_MAX: usize = 64;
+
+impl<F: Future + 'static> SpareBatches<F> {
+    /// The worker's boxes for the futures `batch` makes (`batch` only names their type).
+    /// Shared through an `Rc` fetched once per connection, so a batch needs no downcast.
+    fn of<A, B, C>(worker: &Worker, batch: fn(A, B, C) -> F) -> Rc<SpareBatches<F>> {
+        let _ = batch;
+        let mut erased = worker.spare_batches.borrow_mut();
+        if let Some(spare) = erased.clone().and_then(|any| any.downcast().ok()) {
+            return spare;
+        }
+        let spare = Rc::new(SpareBatches(RefCell::new(Vec::new())));
+        *erased = Some(spare.clone());
+        spare
+    }
+
+    /// `batch` in a spare box, or in a new one.
+    fn boxed(&self, batch: F) -> Pin<Box<F>> {
+        let spare = self.0.borrow_mut().pop();
+        match spare {
+            Some(mut slot) => {
+                slot.set(batch);
+                slot
+            }
+            None => Box::pin(batch),
+        }
+    }
+
+    /// Keeps the box of a finished batch.
+    fn give(&self, slot: Pin<Box<F>>) {
+        let mut spare = self.0.borrow_mut();
+        if spare.len() < SPARE_BATCHES_MAX {
+            spare.push(slot);
+        }
+    }
+}
+
 /// Parses and answers every complete request in the read buffer, then writes the responses.
+/// Owns what it uses, so that its future's box can wait among the worker's [`SpareBatches`];
+/// gives back when the unfinished head left in the buffer started.
 async fn process<S: Service>(
-    io: &Rc<ConnIo>,
-    service: &S,
-    head_started: &mut Option<Instant>,
-) -> Next {
+    io: Rc<ConnIo>,
+    service: Arc<S>,
+    mut head_started: Option<Instant>,
+) -> (Next, Option<Instant>) {
     io.worker.refresh_date();
     // Every request of the batch is parsed into this one head.
     let mut parts = take_parts();
-    let next = process_batch(io, service, head_started, &mut parts).await;
+    let next = process_batch(&io, &*service, &mut head_started, &mut parts).await;
     give_parts(parts);
-    next
+    (next, head_started)
 }
 
 /// The loop of [`process`], with the head every request of the batch is parsed into.
@@ -621,10 +680,13 @@ impl ConnIo {
         if self.write_buf.borrow().is_empty() {
             return self.writable.get();
         }
-        let mut buf = std::mem::take(&mut *self.write_buf.borrow_mut());
-        let ok = self.writable.get() && self.write_all(&buf).await;
-        buf.clear();
-        *self.write_buf.borrow_mut() = buf;
+        // The buffer is borrowed only inside each poll; nothing appends to it meanwhile (the
+        // connection's one task is here).
+        let ok = self.writable.get()
+            && self
+                .write_from(|| Ref::map(self.write_buf.borrow(), Vec::as_slice))
+                .await;
+        self.write_buf.borrow_mut().clear();
         ok
     }
 
@@ -637,10 +699,22 @@ impl ConnIo {
         }
     }
 
-    async fn write_all(&self, bytes: &[u8]) -> bool {
+    /// Writes `bytes` out. False if the connection failed or timed out.
+    fn write_all<'a>(&'a self, bytes: &'a [u8]) -> impl Future<Output = bool> + 'a {
+        self.write_from(move || bytes)
+    }
+
+    /// Writes out the bytes `bytes` gives (the same each time it is called). Not an async fn
+    /// but a future made of [`ConnIo::until`]'s: one state machine less to set up for every
+    /// response.
+    fn write_from<'a, B: std::ops::Deref<Target = [u8]>>(
+        &'a self,
+        bytes: impl Fn() -> B + Unpin + 'a,
+    ) -> impl Future<Output = bool> + 'a {
+        let len = bytes().len();
         match self.nagle.get() {
             Nagle::Off => {}
-            Nagle::Untouched if bytes.len() <= SMALL_FIRST_WRITE => {
+            Nagle::Untouched if len <= SMALL_FIRST_WRITE => {
                 self.nagle.set(Nagle::FirstWriteDone);
             }
             Nagle::Untouched | Nagle::FirstWriteDone => {
@@ -650,25 +724,26 @@ impl ConnIo {
         }
         let deadline = volt_rt::time::now() + self.worker.config.write_timeout;
         let mut written = 0;
-        let result = self
-            .until(deadline, |cx| loop {
-                if written == bytes.len() {
-                    // TLS may still hold the last record.
-                    return self.stream.poll_flush(cx).map_err(|_| ());
-                }
-                match self.stream.poll_write(cx, &bytes[written..]) {
-                    Poll::Ready(Ok(0)) => return Poll::Ready(Err(())),
-                    Poll::Ready(Ok(n)) => written += n,
-                    Poll::Ready(Err(_)) => return Poll::Ready(Err(())),
-                    Poll::Pending => return Poll::Pending,
-                }
-            })
-            .await;
-        let ok = matches!(result, Some(Ok(())));
-        if !ok {
-            self.writable.set(false);
-        }
-        ok
+        let mut write = self.until(deadline, move |cx| loop {
+            if written == len {
+                // TLS may still hold the last record.
+                return self.stream.poll_flush(cx).map_err(|_| ());
+            }
+            match self.stream.poll_write(cx, &bytes()[written..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(())),
+                Poll::Ready(Ok(n)) => written += n,
+                Poll::Ready(Err(_)) => return Poll::Ready(Err(())),
+                Poll::Pending => return Poll::Pending,
+            }
+        });
+        poll_fn(move |cx| {
+            let result = ready!(Pin::new(&mut write).poll(cx));
+            let ok = matches!(result, Some(Ok(())));
+            if !ok {
+                self.writable.set(false);
+            }
+            Poll::Ready(ok)
+        })
     }
 
     /// Streams a response body, ending a chunked one with `trailers`; false if the connection
@@ -759,7 +834,6 @@ impl ConnIo {
         w.extend_from_slice(&body);
     }
 
-    /// An idle connection keeps no buffers: they go back to the worker's pool.
     /// Whether the read buffer may hold something to act on: anything, unless the last parse
     /// found an unfinished head of `unfinished` bytes; then only bytes with a LF (a line, maybe
     /// the head, ended), or enough of them to break a size limit (431, or 414 while the request
@@ -775,8 +849,34 @@ impl ConnIo {
             || (buf.len() > limits.max_uri_len && !buf[..unfinished].contains(&b'\n'))
     }
 
-    fn release_buffers(&self) {
+    /// Going idle: the buffers go back to the worker's pool, unless the worker lets this
+    /// connection keep them ([`Worker::keep_idle_buffers`]: a few idle connections of a worker
+    /// may, and only small buffers). A keep-alive client's next request then finds them in
+    /// place: giving them back and taking them again cost ~145 instructions a request.
+    fn park_buffers(&self) {
+        let (read, write) = (self.read_buf.borrow(), self.write_buf.borrow());
         // A connection that has read nothing yet (every new one, once) holds nothing to give.
+        if read.capacity() == 0 && write.capacity() == 0 {
+            return;
+        }
+        let small = read.capacity() <= IDLE_READ_MAX && write.capacity() <= IDLE_WRITE_MAX;
+        drop((read, write));
+        if small && self.worker.keep_idle_buffers() {
+            self.kept_buffers.set(true);
+        } else {
+            self.release_buffers();
+        }
+    }
+
+    /// No longer idle: buffers kept by [`ConnIo::park_buffers`] no longer count as idle.
+    fn unpark_buffers(&self) {
+        if self.kept_buffers.replace(false) {
+            self.worker.idle_buffers_back();
+        }
+    }
+
+    /// Gives both buffers back to the worker's pool.
+    fn release_buffers(&self) {
         if self.read_buf.borrow().capacity() == 0 && self.write_buf.borrow().capacity() == 0 {
             return;
         }
@@ -798,6 +898,27 @@ impl Drop for ConnIo {
     /// with a new connection per request, every connection would otherwise allocate and free
     /// both.
     fn drop(&mut self) {
+        self.unpark_buffers();
         self.release_buffers();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of the futures `f` returns.
+    fn future_size<A, B, C, F>(f: fn(A, B, C) -> F) -> usize {
+        let _ = f;
+        std::mem::size_of::<F>()
+    }
+
+    /// Every idle connection holds its `serve` future (its batches are boxed apart): it must
+    /// stay small, and at most 256 bytes with the task's own state besides, where moving it
+    /// (`memcpy`) still takes the short path.
+    #[test]
+    fn idle_connection_future_is_small() {
+        let size = future_size(serve::<crate::Router>);
+        assert!(size <= 200, "the connection future is {size} bytes");
     }
 }
