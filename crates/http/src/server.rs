@@ -29,13 +29,11 @@ use volt_rt::JoinHandle;
 use crate::config::Config;
 use crate::service::Service;
 
-/// Buffers kept per worker for connections to reuse.
+/// Spare buffers a worker keeps for connections to reuse, of each kind (read, write): in its
+/// pools, or left with idle keep-alive connections (see [`Worker::keep_idle_buffers`]); one
+/// budget for both, so keeping them idle costs no memory the pools would not hold anyway.
 const POOL_SIZE: usize = 256;
 pub(crate) const READ_BUF: usize = 8 * 1024;
-/// Idle HTTP/1 connections per worker that may keep their (small) buffers: at most this many
-/// buffer pairs (typically 9 KiB, at most 32 KiB each) sit in idle connections instead of the
-/// pool.
-const IDLE_KEEP: usize = 64;
 
 /// An HTTP/1.x and HTTP/2 server, over cleartext or TLS.
 ///
@@ -400,14 +398,14 @@ impl Worker {
 
     pub(crate) fn give_read_buf(&self, buf: BytesMut) {
         let mut pool = self.read_pool.borrow_mut();
-        if buf.is_empty() && buf.capacity() >= READ_BUF && pool.len() < POOL_SIZE {
+        if buf.is_empty() && buf.capacity() >= READ_BUF && pool.len() < self.pool_room() {
             pool.push(buf);
         }
     }
 
     pub(crate) fn give_write_buf(&self, mut buf: Vec<u8>) {
         let mut pool = self.write_pool.borrow_mut();
-        if buf.capacity() > 0 && pool.len() < POOL_SIZE {
+        if buf.capacity() > 0 && pool.len() < self.pool_room() {
             buf.clear();
             pool.push(buf);
         }
@@ -417,16 +415,28 @@ impl Worker {
         self.write_pool.borrow_mut().pop().unwrap_or_default()
     }
 
+    /// How many buffers of a kind the pool may hold: the spare-buffer budget less those idle
+    /// connections keep.
+    fn pool_room(&self) -> usize {
+        POOL_SIZE.saturating_sub(self.idle_with_buffers.get())
+    }
+
     /// Whether a connection going idle may keep its buffers (then counted until
     /// [`Worker::idle_buffers_back`]), so that the next request on a keep-alive connection
-    /// neither gives them back nor takes them again. Bounded like the pools: the buffers of at
-    /// most [`IDLE_KEEP`] idle connections.
+    /// neither gives them back nor takes them again. Out of the pools' budget: buffers kept by
+    /// idle connections and buffers in a pool together are at most [`POOL_SIZE`] of a kind.
     pub(crate) fn keep_idle_buffers(&self) -> bool {
         let n = self.idle_with_buffers.get();
-        if n < IDLE_KEEP {
+        let keep = n + self
+            .read_pool
+            .borrow()
+            .len()
+            .max(self.write_pool.borrow().len())
+            < POOL_SIZE;
+        if keep {
             self.idle_with_buffers.set(n + 1);
         }
-        n < IDLE_KEEP
+        keep
     }
 
     /// A connection that kept its buffers is no longer idle (or is gone).
@@ -476,17 +486,27 @@ impl Worker {
 mod tests {
     use super::*;
 
-    /// At most `IDLE_KEEP` idle connections of a worker hold their buffers; one that wakes up
-    /// makes room for another.
+    /// Idle connections holding their buffers and the pools share one budget; a connection
+    /// that wakes up makes room for another.
     #[test]
     fn idle_connections_keeping_buffers_are_bounded() {
         let worker = Worker::new(Arc::new(Config::default()));
-        for _ in 0..IDLE_KEEP {
+        worker.give_read_buf(BytesMut::with_capacity(READ_BUF));
+        for _ in 1..POOL_SIZE {
             assert!(worker.keep_idle_buffers());
         }
+        // The pooled buffer and the kept ones fill the budget.
         assert!(!worker.keep_idle_buffers());
         worker.idle_buffers_back();
         assert!(worker.keep_idle_buffers());
         assert!(!worker.keep_idle_buffers());
+        // Each pool has room for what the kept pairs leave of the budget: one buffer here.
+        let _ = worker.take_read_buf();
+        for _ in 0..2 {
+            worker.give_read_buf(BytesMut::with_capacity(READ_BUF));
+            worker.give_write_buf(Vec::with_capacity(64));
+        }
+        assert_eq!(worker.read_pool.borrow().len(), 1);
+        assert_eq!(worker.write_pool.borrow().len(), 1);
     }
 }

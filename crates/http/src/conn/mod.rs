@@ -850,8 +850,8 @@ impl ConnIo {
     }
 
     /// Going idle: the buffers go back to the worker's pool, unless the worker lets this
-    /// connection keep them ([`Worker::keep_idle_buffers`]: a few idle connections of a worker
-    /// may, and only small buffers). A keep-alive client's next request then finds them in
+    /// connection keep them ([`Worker::keep_idle_buffers`]: while the worker's spare-buffer
+    /// budget, shared with its pools, has room, and only small buffers). A keep-alive client's next request then finds them in
     /// place: giving them back and taking them again cost ~145 instructions a request.
     fn park_buffers(&self) {
         let (read, write) = (self.read_buf.borrow(), self.write_buf.borrow());
