@@ -495,10 +495,21 @@ fn encode_head(
     framing: Framing,
     keep_alive: bool,
 ) {
-    // We speak HTTP/1.1; a 1.0 client reads the same status line (RFC 9110 §6.2).
-    let _ = version;
+    // The usual response, whose head the worker keeps whole.
+    if let (StatusCode::OK, Some(ct), [], Framing::Length(Some(n)), true) = (
+        response.status,
+        &response.content_type,
+        response.headers(),
+        framing,
+        keep_alive && version != Version::HTTP_10,
+    ) {
+        if worker.write_ok_head(w, ct, n) {
+            return;
+        }
+    }
     // One capacity check up front for a usual head, so the copies below only copy.
     w.reserve(HEAD_RESERVE);
+    // We speak HTTP/1.1; a 1.0 client reads the same status line (RFC 9110 §6.2).
     worker.write_head_start(w, response.status);
     if let Some(ct) = &response.content_type {
         w.extend_from_slice(b"Content-Type: ");
