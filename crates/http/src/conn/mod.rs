@@ -507,6 +507,20 @@ fn encode_head(
             return;
         }
     }
+    encode_fields(w, worker, version, response, framing, keep_alive);
+}
+
+/// Writes a response head field by field. Out of line, so that the usual response's path
+/// in [`encode_head`] does not save and restore the registers this one needs.
+#[inline(never)]
+fn encode_fields(
+    w: &mut Vec<u8>,
+    worker: &Worker,
+    version: Version,
+    response: &Response,
+    framing: Framing,
+    keep_alive: bool,
+) {
     // One capacity check up front for a usual head, so the copies below only copy.
     w.reserve(HEAD_RESERVE);
     // We speak HTTP/1.1; a 1.0 client reads the same status line (RFC 9110 §6.2).
