@@ -30,7 +30,7 @@ pub struct Response {
         clippy::box_collection,
         reason = "the box is the point: 8 bytes in every response instead of a 24-byte Vec"
     )]
-    headers: Option<Box<Vec<(HeaderName, HeaderValue)>>>,
+    pub(crate) headers: Option<Box<Vec<(HeaderName, HeaderValue)>>>,
     pub(crate) body: Body,
 }
 

@@ -21,6 +21,7 @@ use std::task::Waker;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::BytesMut;
+use http::HeaderValue;
 use slab::Slab;
 use volt_rt::future::{race, Either};
 use volt_rt::net::{ListenOptions, TcpListener};
@@ -277,6 +278,8 @@ pub(crate) struct Worker {
     ok_prefix: RefCell<Vec<u8>>,
     /// Where the `Date` value starts in `ok_prefix`.
     date_at: Cell<usize>,
+    /// Whole heads of the usual response, per content type; re-rendered with `ok_prefix`.
+    ok_heads: RefCell<Vec<OkHead>>,
     shutting_down: Cell<bool>,
     conns: RefCell<Slab<ConnEntry>>,
     /// The accept loop or shutdown, waiting for a connection to close.
@@ -288,6 +291,67 @@ pub(crate) struct Worker {
     /// The HTTP/1 connections' spare batch boxes (`conn::SpareBatches`), type-erased: their
     /// type depends on the service, and the worker is not generic over it.
     pub(crate) spare_batches: RefCell<Option<Rc<dyn Any>>>,
+}
+
+/// Content types a worker keeps whole response heads for.
+const OK_HEADS: usize = 4;
+
+/// The head of a 200 with one content type and a `Content-Length`, nothing else:
+/// `ok_prefix`, `Content-Type`, and `content-length` for the body length last sent with it.
+struct OkHead {
+    content_type: HeaderValue,
+    bytes: Vec<u8>,
+    /// Where `content-length` starts in `bytes`.
+    len_at: usize,
+    /// The body length `bytes` ends with.
+    len: u64,
+}
+
+impl OkHead {
+    fn new(content_type: HeaderValue, prefix: &[u8]) -> OkHead {
+        let mut head = OkHead {
+            content_type,
+            bytes: Vec::new(),
+            len_at: 0,
+            len: 0,
+        };
+        head.render(prefix);
+        head
+    }
+
+    /// Whether this is the head for `content_type`. The usual content type is a `static` that
+    /// every response shares, so comparing where its bytes are mostly spares comparing them.
+    fn is_for(&self, content_type: &HeaderValue) -> bool {
+        let (mine, theirs) = (self.content_type.as_bytes(), content_type.as_bytes());
+        std::ptr::eq(mine, theirs) || mine == theirs
+    }
+
+    /// Renders the head again after `prefix` (status line, `Server`, `Date`) changed.
+    fn render(&mut self, prefix: &[u8]) {
+        self.bytes.clear();
+        self.bytes.extend_from_slice(prefix);
+        volt_proto::write_header(
+            &mut self.bytes,
+            b"Content-Type",
+            self.content_type.as_bytes(),
+        );
+        self.len_at = self.bytes.len();
+        self.write_len();
+    }
+
+    /// Makes the head end with `len` as the `Content-Length`.
+    fn set_len(&mut self, len: u64) {
+        if len != self.len {
+            self.len = len;
+            self.bytes.truncate(self.len_at);
+            self.write_len();
+        }
+    }
+
+    fn write_len(&mut self) {
+        volt_proto::write_content_length(&mut self.bytes, self.len);
+        self.bytes.extend_from_slice(b"\r\n");
+    }
 }
 
 struct ConnEntry {
@@ -324,6 +388,7 @@ impl Worker {
             date_until: Cell::new(None),
             ok_prefix: RefCell::new(Vec::new()),
             date_at: Cell::new(6),
+            ok_heads: RefCell::new(Vec::new()),
             shutting_down: Cell::new(false),
             conns: RefCell::new(Slab::new()),
             closed_waiter: RefCell::new(None),
@@ -367,6 +432,9 @@ impl Worker {
         prefix.extend_from_slice(b"Date: ");
         prefix.extend_from_slice(&volt_proto::http_date(now));
         prefix.extend_from_slice(b"\r\n");
+        for head in self.ok_heads.borrow_mut().iter_mut() {
+            head.render(&prefix);
+        }
     }
 
     /// Calls `f` with the current `Date` value (HTTP/2 sends it as a field of its own).
@@ -388,6 +456,31 @@ impl Worker {
         w.extend_from_slice(&self.server_header);
         let date_at = self.date_at.get();
         w.extend_from_slice(&prefix[date_at - 6..]);
+    }
+
+    /// Writes the whole head of the usual response: 200 with `content_type`, a body of `len`
+    /// bytes, no other header, kept alive on HTTP/1.1. One copy of a cached head when the
+    /// content type was seen before, and the body length with it; false when the cache is
+    /// full of other content types (the caller writes the head field by field).
+    pub(crate) fn write_ok_head(
+        &self,
+        w: &mut Vec<u8>,
+        content_type: &HeaderValue,
+        len: u64,
+    ) -> bool {
+        let mut heads = self.ok_heads.borrow_mut();
+        let i = match heads.iter().position(|h| h.is_for(content_type)) {
+            Some(i) => i,
+            None if heads.len() < OK_HEADS => {
+                heads.push(OkHead::new(content_type.clone(), &self.ok_prefix.borrow()));
+                heads.len() - 1
+            }
+            None => return false,
+        };
+        let head = &mut heads[i];
+        head.set_len(len);
+        w.extend_from_slice(&head.bytes);
+        true
     }
 
     pub(crate) fn take_read_buf(&self) -> BytesMut {

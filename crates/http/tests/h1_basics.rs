@@ -7,7 +7,7 @@ use std::io;
 
 use bytes::Bytes;
 use common::text_response;
-use volt_http::{get, post, Body, Request, Response, Router, StatusCode};
+use volt_http::{get, post, Body, HeaderValue, Request, Response, Router, StatusCode};
 
 const HELLO: &str =
     "HTTP/1.1 200 OK\r\nServer: volt\r\nDate: <date>\r\nContent-Type: text/plain\r\n\
@@ -487,6 +487,45 @@ fn empty_response_without_content_type() {
         c.read_response().text(),
         HELLO.replace("Server: volt", "Server: custom/1.0")
     );
+}
+
+/// A worker keeps the whole head of a plain 200 per content type, with the last body length:
+/// it follows the length and the type, also with more types than it keeps heads for.
+#[test]
+fn cached_heads_follow_the_body_length_and_the_content_type() {
+    let app = Router::new().route(
+        "/typed",
+        post(|mut req: Request| async move {
+            let ct = HeaderValue::from_str(req.header("x-type").unwrap_or("")).unwrap();
+            req.bytes()
+                .await
+                .map(|body| Response::text(body).with_content_type(ct))
+        }),
+    );
+    let server = common::start(app);
+    let mut c = server.connect();
+    for (ct, body) in [
+        ("a/1", "x"),
+        ("a/1", "yy"),
+        ("a/1", "Hello, World!"),
+        ("a/2", ""),
+        ("a/3", "z"),
+        ("a/4", "z"),
+        ("a/5", "zz"),
+        ("a/6", "z"),
+        ("a/2", "zzz"),
+        ("a/1", "x"),
+    ] {
+        let len = body.len();
+        c.send(
+            format!("POST /typed HTTP/1.1\r\nHost: t\r\nx-type: {ct}\r\nContent-Length: {len}\r\n\r\n{body}")
+                .as_bytes(),
+        );
+        assert_eq!(
+            c.read_response().text(),
+            text_response("200 OK", "", body).replace("text/plain", ct)
+        );
+    }
 }
 
 /// The cached `Date` follows the clock on a connection that stays open.
