@@ -84,7 +84,7 @@ impl Source {
     pub(super) fn poll_recv(
         &self,
         cx: Option<&Context<'_>>,
-        sink: &mut dyn FnMut(&[u8]) -> usize,
+        sink: &mut impl FnMut(&[u8]) -> usize,
     ) -> Poll<io::Result<usize>> {
         self.with_uring(|r| r.poll_recv(self.token, cx, sink))
     }

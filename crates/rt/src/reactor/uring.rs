@@ -327,7 +327,7 @@ impl Reactor {
         &self,
         token: usize,
         cx: Option<&Context<'_>>,
-        sink: &mut dyn FnMut(&[u8]) -> usize,
+        sink: &mut impl FnMut(&[u8]) -> usize,
     ) -> Poll<io::Result<usize>> {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
@@ -526,6 +526,7 @@ impl State {
     ///
     /// # Safety
     /// As [`State::push`].
+    #[inline] // one per send: the entry is built in place, not passed by value
     unsafe fn arm(&mut self, token: usize, op: u64, sqe: squeue::Entry) {
         self.sources[token].armed |= 1 << op;
         // SAFETY: forwarded to the caller.
@@ -646,13 +647,10 @@ impl State {
         for token in to_send.drain(..) {
             let slot = &mut self.sources[token];
             slot.send_queued = false;
-            if slot.armed(OP_SEND) || slot.send_error.is_some() {
+            if slot.armed(OP_SEND) || slot.send_error.is_some() || slot.queued() == 0 {
                 continue;
             }
             if slot.sent == slot.sending.len() {
-                if slot.unsent.is_empty() {
-                    continue;
-                }
                 slot.sending.clear();
                 slot.sent = 0;
                 std::mem::swap(&mut slot.sending, &mut slot.unsent);
