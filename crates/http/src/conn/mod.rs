@@ -420,18 +420,31 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
     let req = Request::from_parts(parts.clone(), body);
 
     let mut panicked = false;
-    let mut response = {
+    let response = {
         let mut fut = pin!(service.call(req));
         let mut poll = |cx: &mut Context<'_>| poll_caught(fut.as_mut(), cx, &mut panicked);
         // Most handlers answer at the first poll. One that has to wait first gets the
-        // responses before it flushed, so it does not hold them back.
-        match poll_fn(|cx| Poll::Ready(poll(cx))).await {
-            Poll::Ready(r) => r,
-            Poll::Pending => {
-                io.flush().await;
-                poll_fn(poll).await
+        // responses before it flushed, so it does not hold them back. One future does both,
+        // with that flush boxed: a `match` on the first poll kept its result (a whole
+        // `Response`) and the flush's state in every batch's future.
+        let mut waited = false;
+        let mut flush = None;
+        poll_fn(|cx| {
+            if !waited {
+                let first = poll(cx);
+                if first.is_ready() {
+                    return first;
+                }
+                waited = true;
+                flush = Some(Box::pin(io.flush()));
             }
-        }
+            if let Some(f) = &mut flush {
+                ready!(f.as_mut().poll(cx));
+                flush = None;
+            }
+            poll(cx)
+        })
+        .await
     };
     if panicked {
         keep_alive = false;
@@ -449,65 +462,16 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
     if worker.is_shutting_down() || !io.writable.get() || response.asks_to_close() {
         keep_alive = false;
     }
-    let status = response.status;
-    // No framing headers on 1xx and 204 (RFC 9112 §6.1), nor on 304, where `Content-Length`
-    // would have to be that of the 200 the server does not know (RFC 9110 §8.6).
-    let bodiless_status = status.is_informational()
-        || status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED;
-    let no_body = is_head || bodiless_status;
-    // Trailer fields follow a chunked body (RFC 9112 §7.1.2): a response that has them goes
-    // chunked. An HTTP/1.0 client knows no chunked coding, and a bodiless response has no
-    // last chunk, so they get none.
-    let trailers = response
-        .body
-        .trailers
-        .take()
-        .filter(|_| !no_body && version != Version::HTTP_10);
-    let framing = match &response.body.kind {
-        // HEAD keeps the framing headers GET would have had.
-        _ if no_body && !is_head => Framing::Length(None),
-        _ if trailers.is_some() => Framing::Chunked,
-        OutBody::Full(bytes) => Framing::Length((!bodiless_status).then_some(bytes.len() as u64)),
-        OutBody::Stream { len: Some(n), .. } => Framing::Length(Some(*n)),
-        OutBody::Stream { len: None, .. } if version == Version::HTTP_10 => {
-            keep_alive = false;
-            Framing::Close
+    // Encoded by a plain function, so the response is not held across the `.await`s below.
+    let (keep_alive, streamed) = io.encode_response(response, version, is_head, keep_alive);
+    if let Some(streamed) = streamed {
+        if !streamed.await {
+            return Next::Close;
         }
-        OutBody::Stream { len: None, .. } => Framing::Chunked,
-    };
-    encode_head(
-        &mut io.write_buf.borrow_mut(),
-        worker,
-        version,
-        &response,
-        framing,
-        keep_alive,
-    );
-    // The body is moved out of the response, not taken (which would leave an empty one to drop).
-    match response.body.kind {
-        OutBody::Full(bytes) => {
-            let mut w = io.write_buf.borrow_mut();
-            if let Some(trailers) = trailers {
-                volt_proto::write_chunk(&mut w, &bytes);
-                volt_proto::write_last_chunk(&mut w, trailers.take().as_ref());
-            } else if !no_body {
-                w.extend_from_slice(&bytes);
-            }
-        }
-        OutBody::Stream { stream, .. } => {
-            if !no_body && !io.write_stream(stream, framing, trailers).await {
-                return Next::Close;
-            }
-        }
-    }
-    // Usually absent: dropped here, where the field is moved out, they cost a test rather than
-    // a call to their drop glue.
-    if let Some(headers) = response.headers {
-        drop(headers);
     }
     if let Some(reader) = reader.filter(|_| keep_alive) {
-        if !reader.finish(max_drain).await {
+        // Boxed: only a request with a body needs this state.
+        if !Box::pin(reader.finish(max_drain)).await {
             return Next::Close;
         }
     }
@@ -846,6 +810,81 @@ impl ConnIo {
         }
     }
 
+    /// Appends the head of `response` for a request of `version` (`is_head`: to a HEAD
+    /// request), and its body if it is in memory; gives back whether the connection stays
+    /// open, and the writing of a streamed body. That one is boxed: its state would otherwise
+    /// widen every batch's future.
+    fn encode_response<'a>(
+        &'a self,
+        mut response: Response,
+        version: Version,
+        is_head: bool,
+        mut keep_alive: bool,
+    ) -> (bool, Option<Pin<Box<impl Future<Output = bool> + 'a>>>) {
+        let status = response.status;
+        // No framing headers on 1xx and 204 (RFC 9112 §6.1), nor on 304, where
+        // `Content-Length` would have to be that of the 200 the server does not know (RFC 9110
+        // §8.6).
+        let bodiless_status = status.is_informational()
+            || status == StatusCode::NO_CONTENT
+            || status == StatusCode::NOT_MODIFIED;
+        let no_body = is_head || bodiless_status;
+        // Trailer fields follow a chunked body (RFC 9112 §7.1.2): a response that has them
+        // goes chunked. An HTTP/1.0 client knows no chunked coding, and a bodiless response has
+        // no last chunk, so they get none.
+        let trailers = response
+            .body
+            .trailers
+            .take()
+            .filter(|_| !no_body && version != Version::HTTP_10);
+        let framing = match &response.body.kind {
+            // HEAD keeps the framing headers GET would have had.
+            _ if no_body && !is_head => Framing::Length(None),
+            _ if trailers.is_some() => Framing::Chunked,
+            OutBody::Full(bytes) => {
+                Framing::Length((!bodiless_status).then_some(bytes.len() as u64))
+            }
+            OutBody::Stream { len: Some(n), .. } => Framing::Length(Some(*n)),
+            OutBody::Stream { len: None, .. } if version == Version::HTTP_10 => {
+                keep_alive = false;
+                Framing::Close
+            }
+            OutBody::Stream { len: None, .. } => Framing::Chunked,
+        };
+        encode_head(
+            &mut self.write_buf.borrow_mut(),
+            &self.worker,
+            version,
+            &response,
+            framing,
+            keep_alive,
+        );
+        // The body is moved out of the response, not taken (which would leave an empty one to
+        // drop).
+        let streamed = match response.body.kind {
+            OutBody::Full(bytes) => {
+                let mut w = self.write_buf.borrow_mut();
+                if let Some(trailers) = trailers {
+                    volt_proto::write_chunk(&mut w, &bytes);
+                    volt_proto::write_last_chunk(&mut w, trailers.take().as_ref());
+                } else if !no_body {
+                    w.extend_from_slice(&bytes);
+                }
+                None
+            }
+            OutBody::Stream { stream, .. } if !no_body => {
+                Some(Box::pin(self.write_stream(stream, framing, trailers)))
+            }
+            OutBody::Stream { .. } => None,
+        };
+        // Usually absent: dropped here, where the field is moved out, they cost a test rather
+        // than a call to their drop glue.
+        if let Some(headers) = response.headers {
+            drop(headers);
+        }
+        (keep_alive, streamed)
+    }
+
     /// Answers a head the codec rejected, then the connection closes.
     fn reject(&self, e: &ParseError) {
         self.respond_error(Error::new(e.status(), e.to_string()));
@@ -952,5 +991,13 @@ mod tests {
     fn idle_connection_future_is_small() {
         let size = future_size(serve::<crate::Router>);
         assert!(size <= 200, "the connection future is {size} bytes");
+    }
+
+    /// A batch's future is moved into its box once per batch (a `memcpy` of its whole size
+    /// for every keep-alive request): what only rare paths need must not widen it.
+    #[test]
+    fn batch_future_is_small() {
+        let size = future_size(process::<crate::Router>);
+        assert!(size <= 512, "the batch future is {size} bytes");
     }
 }
