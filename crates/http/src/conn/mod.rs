@@ -470,8 +470,13 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
         }
     }
     if let Some(reader) = reader.filter(|_| keep_alive) {
-        // Boxed: only a request with a body needs this state.
-        if !Box::pin(reader.finish(max_drain)).await {
+        // Boxed, and only when part of the body is left to drain: a rare path's state
+        // would otherwise widen every batch's future.
+        let go_on = match reader.finished_now() {
+            Some(go_on) => go_on,
+            None => Box::pin(reader.finish(max_drain)).await,
+        };
+        if !go_on {
             return Next::Close;
         }
     }

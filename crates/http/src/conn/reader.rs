@@ -139,22 +139,26 @@ impl BodyReader {
                 || (!state.continue_pending && declared.is_none_or(|n| n - state.received <= max)))
     }
 
+    /// After the response, what [`BodyReader::finish`] would answer without reading: `None`
+    /// if part of the body is still to be read and discarded.
+    pub(super) fn finished_now(&self) -> Option<bool> {
+        let state = self.state.borrow();
+        if state.failed {
+            return Some(false);
+        }
+        if state.decoder.is_done() {
+            return Some(true);
+        }
+        // The client waits for a 100 Continue that never came: it may or may not send the
+        // body, so the next bytes cannot be trusted to be a request.
+        state.continue_pending.then_some(false)
+    }
+
     /// After the response: reads and discards what the handler left, up to `max` bytes. True if
     /// the connection can go on to the next request.
     pub(super) async fn finish(&self, max: u64) -> bool {
-        {
-            let state = self.state.borrow();
-            if state.failed {
-                return false;
-            }
-            if state.decoder.is_done() {
-                return true;
-            }
-            // The client waits for a 100 Continue that never came: it may or may not send the
-            // body, so the next bytes cannot be trusted to be a request.
-            if state.continue_pending {
-                return false;
-            }
+        if let Some(answer) = self.finished_now() {
+            return answer;
         }
         let start = self.state.borrow().received;
         loop {
