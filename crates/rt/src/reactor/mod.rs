@@ -299,6 +299,7 @@ impl Reactor {
         }
     }
 
+    #[inline] // into `Source::poll_io`, as `poll_ready`
     pub(crate) fn clear_ready(&self, token: usize, dir: Direction) {
         match self {
             Reactor::Epoll(r) => r.clear_ready(token, dir),
