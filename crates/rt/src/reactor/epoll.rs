@@ -160,13 +160,10 @@ impl Reactor {
                 continue;
             }
             let (generation, key) = ((data >> 32) as u32, (data as u32) as usize - 1);
-            let Some(io) = sources
-                .get_mut(key)
-                .filter(|io| io.generation == generation)
-            else {
-                continue; // a closed registration kept alive by a duplicate of its fd
-            };
-            io.io.set(event.flags, &mut to_wake);
+            // A stale generation: a closed registration kept alive by a duplicate of its fd.
+            if let Some(io) = sources.get_mut(key).filter(|s| s.generation == generation) {
+                io.io.set(event.flags, &mut to_wake);
+            }
         }
         drop((events, sources));
         *self.to_wake.borrow_mut() = super::wake_all(to_wake);
