@@ -115,14 +115,21 @@ impl Shared {
         if CURRENT_UID.with(Cell::get) == self.uid {
             with_core(|core| core.run_queue.borrow_mut().push_back(id));
         } else {
-            let mut inbox = self.lock_inbox();
-            if inbox.closed {
-                return; // the task was dropped with its worker
-            }
-            inbox.wakes.push(id);
-            drop(inbox);
-            self.notify();
+            self.schedule_remote(id);
         }
+    }
+
+    /// [`Shared::schedule`] from another thread; out of line, so that a local wake (the common
+    /// case: every I/O event) saves no registers for the inbox's lock.
+    #[cold]
+    fn schedule_remote(&self, id: TaskId) {
+        let mut inbox = self.lock_inbox();
+        if inbox.closed {
+            return; // the task was dropped with its worker
+        }
+        inbox.wakes.push(id);
+        drop(inbox);
+        self.notify();
     }
 
     /// Runs `f` on this worker (it spawns the task there). If the worker has exited, `f` is

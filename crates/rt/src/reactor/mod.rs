@@ -158,9 +158,8 @@ impl Readiness {
             Direction::Read => &mut self.reader,
             Direction::Write => &mut self.writer,
         };
-        match slot {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => *slot = Some(cx.waker().clone()),
+        if slot.as_ref().is_none_or(|w| !w.will_wake(cx.waker())) {
+            *slot = Some(cx.waker().clone());
         }
     }
 
@@ -184,11 +183,15 @@ impl Readiness {
         }
         if flags.intersects(EventFlags::IN | EventFlags::RDHUP | error) {
             self.ready |= READABLE;
-            to_wake.extend(self.reader.take());
+            if let Some(w) = self.reader.take() {
+                to_wake.push(w); // not `extend`: its reserve costs more than the push
+            }
         }
         if flags.intersects(EventFlags::OUT | error) {
             self.ready |= WRITABLE;
-            to_wake.extend(self.writer.take());
+            if let Some(w) = self.writer.take() {
+                to_wake.push(w); // not `extend`: its reserve costs more than the push
+            }
         }
     }
 }
@@ -299,6 +302,7 @@ impl Reactor {
         }
     }
 
+    #[inline] // into `Source::poll_io`, as `poll_ready`
     pub(crate) fn clear_ready(&self, token: usize, dir: Direction) {
         match self {
             Reactor::Epoll(r) => r.clear_ready(token, dir),
