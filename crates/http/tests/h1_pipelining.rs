@@ -269,21 +269,23 @@ fn slow_handler_does_not_block_other_connections_on_the_worker() {
     server.shutdown();
 }
 
+/// [`app`] with `/big/{n}`, answering `n:` and then `big`.
+fn with_big(big: &str) -> Router {
+    let big = big.to_string();
+    app().route(
+        "/big/{n}",
+        get(move |req: Request| {
+            let body = format!("{}:{big}", req.raw_param("n").unwrap_or("?"));
+            async move { Response::text(body) }
+        }),
+    )
+}
+
 /// Many pipelined requests whose answers overflow the server's write batch.
 #[test]
 fn long_pipeline_of_large_responses_stays_in_order() {
     let big = "x".repeat(10_000);
-    let app = {
-        let big = big.clone();
-        app().route(
-            "/big/{n}",
-            get(move |req: Request| {
-                let body = format!("{}:{big}", req.raw_param("n").unwrap_or("?"));
-                async move { Response::text(body) }
-            }),
-        )
-    };
-    let server = common::start(app);
+    let server = common::start(with_big(&big));
     let mut c = server.connect();
     let mut requests = Vec::new();
     for i in 0..200 {
@@ -311,17 +313,7 @@ fn long_pipeline_of_large_responses_stays_in_order() {
 #[test]
 fn answers_that_fill_the_socket_mid_write_arrive_whole_and_in_order() {
     let big = "y".repeat(40_000);
-    let app = {
-        let big = big.clone();
-        app().route(
-            "/big/{n}",
-            get(move |req: Request| {
-                let body = format!("{}:{big}", req.raw_param("n").unwrap_or("?"));
-                async move { Response::text(body) }
-            }),
-        )
-    };
-    let server = common::start(app);
+    let server = common::start(with_big(&big));
     let mut c = server.connect();
     // One request per write, paced so that the server mostly answers each in a pass of its
     // own (the pace only steers which path the test takes, it decides nothing), and nothing
