@@ -63,6 +63,7 @@ mod h2;
 mod request;
 mod response;
 mod router;
+mod running;
 mod server;
 mod service;
 mod tls;

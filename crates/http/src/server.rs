@@ -10,7 +10,6 @@
 //! A plain port serves HTTP/1 and HTTP/2 with prior knowledge (told apart by the preface); a
 //! port with [`Server::tls`] serves HTTPS, HTTP/2 or HTTP/1.1 as ALPN chose.
 
-use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -288,9 +287,6 @@ pub(crate) struct Worker {
     write_pool: RefCell<Vec<Vec<u8>>>,
     /// Idle connections holding their buffers (at most [`IDLE_KEEP`]).
     idle_with_buffers: Cell<usize>,
-    /// The HTTP/1 connections' spare batch boxes (`conn::SpareBatches`), type-erased: their
-    /// type depends on the service, and the worker is not generic over it.
-    pub(crate) spare_batches: RefCell<Option<Rc<dyn Any>>>,
 }
 
 /// Content types a worker keeps whole response heads for.
@@ -395,7 +391,6 @@ impl Worker {
             read_pool: RefCell::new(Vec::new()),
             write_pool: RefCell::new(Vec::new()),
             idle_with_buffers: Cell::new(0),
-            spare_batches: RefCell::new(None),
         }
     }
 

@@ -3,22 +3,32 @@
 use std::future::Future;
 
 use crate::response::{IntoResponse, Response};
+use crate::running::{self, Running};
 use crate::Request;
 
 /// An application the server can run: a [`Router`](crate::Router), or a single function made
 /// with [`service_fn`].
 ///
-/// The returned future need not be `Send`: each worker polls it on its own thread. A service
-/// made with [`service_fn`] allocates nothing per request; the router boxes each handler's
-/// future, in a box reused from request to request (a handler's future is allocated only
-/// while more of its kind are running at once than ever before on that worker).
+/// The returned future need not be `Send`: each worker polls it on its own thread. The router
+/// and [`service_fn`] box each request's future in a box reused from request to request (a
+/// future is allocated only while more of its kind are running at once than ever before on
+/// that worker).
 pub trait Service: Send + Sync + 'static {
     /// Handles one request.
     fn call(&self, req: Request) -> impl Future<Output = Response>;
+
+    /// [`Service::call`]'s future in a form that may move after it was polled. The HTTP/1
+    /// server polls a request's future once where it stands and moves on only the rare one that
+    /// has to wait, so an answer that is ready at once costs no future for its whole batch.
+    /// The default boxes `call`'s future for every request; the router and [`service_fn`]
+    /// reuse their boxes.
+    fn call_unpin(&self, req: Request) -> impl Future<Output = Response> + Unpin {
+        Box::pin(self.call(req))
+    }
 }
 
 /// A [`Service`] from one async function: every request, whatever its method and path, goes to
-/// `f`. The fastest way to serve, with no routing and no boxing.
+/// `f`. The fastest way to serve, with no routing.
 ///
 /// ```
 /// let app = volt_http::service_fn(|req: volt_http::Request| async move {
@@ -29,23 +39,34 @@ pub trait Service: Send + Sync + 'static {
 pub fn service_fn<F, Fut, R>(f: F) -> ServiceFn<F>
 where
     F: Fn(Request) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R>,
+    Fut: Future<Output = R> + 'static,
     R: IntoResponse,
 {
-    ServiceFn(f)
+    ServiceFn {
+        f,
+        pool: running::new_pool(),
+    }
 }
 
 /// See [`service_fn`].
 #[derive(Debug, Clone)]
-pub struct ServiceFn<F>(F);
+pub struct ServiceFn<F> {
+    f: F,
+    /// The number tagging the spare boxes of `f`'s futures.
+    pool: usize,
+}
 
 impl<F, Fut, R> Service for ServiceFn<F>
 where
     F: Fn(Request) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R>,
+    Fut: Future<Output = R> + 'static,
     R: IntoResponse,
 {
     async fn call(&self, req: Request) -> Response {
-        (self.0)(req).await.into_response()
+        (self.f)(req).await.into_response()
+    }
+
+    fn call_unpin(&self, req: Request) -> impl Future<Output = Response> + Unpin {
+        Running::start(self.pool, (self.f)(req))
     }
 }

@@ -269,21 +269,23 @@ fn slow_handler_does_not_block_other_connections_on_the_worker() {
     server.shutdown();
 }
 
+/// [`app`] with `/big/{n}`, answering `n:` and then `big`.
+fn with_big(big: &str) -> Router {
+    let big = big.to_string();
+    app().route(
+        "/big/{n}",
+        get(move |req: Request| {
+            let body = format!("{}:{big}", req.raw_param("n").unwrap_or("?"));
+            async move { Response::text(body) }
+        }),
+    )
+}
+
 /// Many pipelined requests whose answers overflow the server's write batch.
 #[test]
 fn long_pipeline_of_large_responses_stays_in_order() {
     let big = "x".repeat(10_000);
-    let app = {
-        let big = big.clone();
-        app().route(
-            "/big/{n}",
-            get(move |req: Request| {
-                let body = format!("{}:{big}", req.raw_param("n").unwrap_or("?"));
-                async move { Response::text(body) }
-            }),
-        )
-    };
-    let server = common::start(app);
+    let server = common::start(with_big(&big));
     let mut c = server.connect();
     let mut requests = Vec::new();
     for i in 0..200 {
@@ -302,6 +304,36 @@ fn long_pipeline_of_large_responses_stays_in_order() {
         assert_eq!(r.body_text(), format!("{i}:{big}"));
     }
     t.join().unwrap();
+    server.shutdown();
+}
+
+/// Answers written while the client reads nothing fill the socket part way through a write
+/// (each answer is under the server's early-flush size, so each pass over the buffer ends
+/// with a write the socket takes only in part); the rest must follow in order, whole.
+#[test]
+fn answers_that_fill_the_socket_mid_write_arrive_whole_and_in_order() {
+    let big = "y".repeat(40_000);
+    let server = common::start(with_big(&big));
+    let mut c = server.connect();
+    // One request per write, paced so that the server mostly answers each in a pass of its
+    // own (the pace only steers which path the test takes, it decides nothing), and nothing
+    // read until all are sent: far more than the socket buffers on both sides hold (loopback
+    // grows them to a few MiB at most).
+    let mut writer = c.stream().try_clone().unwrap();
+    let t = std::thread::spawn(move || {
+        use std::io::Write;
+        for i in 0..400 {
+            let request = format!("GET /big/{i} HTTP/1.1\r\nHost: t\r\n\r\n");
+            writer.write_all(request.as_bytes()).unwrap();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    t.join().unwrap();
+    for i in 0..400 {
+        let r = c.read_response();
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body_text(), format!("{i}:{big}"));
+    }
     server.shutdown();
 }
 

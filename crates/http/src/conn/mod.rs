@@ -2,8 +2,13 @@
 //!
 //! The loop, as in STYLE.md: read what the socket has, parse every complete request in the
 //! buffer, run each handler and append each response to one write buffer, then write once.
-//! A handler that has to wait (it returned `Pending`) first gets the responses before it
-//! flushed, so a slow request never holds back the answers to the ones pipelined before it.
+//! All of that happens inside one poll of the connection's task ([`answer_ready`]) as long as
+//! nothing has to wait, which is what keep-alive and pipelined requests to ready handlers
+//! cost: no future is set up per request or per batch. The first thing that has to wait (a
+//! handler that returned `Pending`, a streamed body, a socket that takes no more) goes on in
+//! a future of its own ([`ConnIo::resume`]), then the pass over the buffer goes on. A handler
+//! that waits first gets the responses before it flushed, so a slow request never holds back
+//! the answers to the ones pipelined before it.
 //!
 //! The connection's I/O state ([`ConnIo`]) is shared through an `Rc` with the request body
 //! ([`BodyReader`]), which reads from the same buffer and socket when the handler asks for the
@@ -14,14 +19,14 @@ use std::cell::{Cell, Ref, RefCell};
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::{pin, Pin};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
-use http::{Method, StatusCode};
+use http::{Method, StatusCode, Version};
 use volt_proto::{BodyKind, ParseError};
 use volt_rt::time::{sleep_until, Sleep};
 
@@ -130,22 +135,28 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usi
     // bytes that bring none are not worth parsing again from the start (a head dripped in
     // byte by byte would otherwise cost time quadratic in its size).
     let mut unfinished = 0;
-    let spare = SpareBatches::of(&io.worker, process::<S>);
     loop {
-        // Everything that holds a request lives in this boxed future, one per batch of reads:
-        // a connection waiting for its next request keeps only the small state of this loop
-        // (measured: the whole connection future went from 2 KiB to a few hundred bytes, which
-        // is most of the idle-connection memory).
         if io.worth_parsing(unfinished) {
-            let mut batch = spare.boxed(process(io.clone(), service.clone(), head_started));
-            let next;
-            (next, head_started) = batch.as_mut().await;
-            spare.give(batch);
+            let next = loop {
+                // Every request in the buffer whose answer is ready at once is answered, and
+                // the answers written, within this one poll ...
+                let step =
+                    poll_fn(|cx| Poll::Ready(answer_ready(&io, &*service, &mut head_started, cx)));
+                // ... and what has to wait goes on in a future of its own, boxed: its state
+                // would otherwise widen every connection's future, idle ones included.
+                let waiting = match step.await {
+                    Step::Done(next) => break next,
+                    Step::Wait(wait) => Box::pin(io.resume(wait)),
+                };
+                match waiting.await {
+                    Next::KeepAlive => {} // on with the requests after it
+                    next => break next,
+                }
+            };
             match next {
                 Next::KeepAlive => {}
                 Next::Close => return,
-                // Boxed: the hand-over's state would otherwise widen every HTTP/1
-                // connection's future, idle ones included.
+                // Boxed for the same reason.
                 Next::Http2 => return Box::pin(switch_to_h2(io, service)).await,
             }
             unfinished = match head_started {
@@ -215,86 +226,87 @@ async fn switch_to_h2<S: Service>(io: Rc<ConnIo>, service: Arc<S>) {
     .await;
 }
 
-/// Boxes of finished batches, for the next ones: the worker's connections pass them on, so a
-/// keep-alive request costs no `malloc` and `free` of its batch's state (~140 instructions),
-/// and an idle connection still holds no box. A spare box holds a finished future, which owns
-/// nothing any more (an async fn drops its locals and arguments when it returns).
-struct SpareBatches<F>(RefCell<Vec<Pin<Box<F>>>>);
-
-/// Most spare batch boxes a worker keeps: as many as batches ever ran at once, up to this.
-const SPARE_BATCHES_MAX: usize = 64;
-
-impl<F: Future + 'static> SpareBatches<F> {
-    /// The worker's boxes for the futures `batch` makes (`batch` only names their type).
-    /// Shared through an `Rc` fetched once per connection, so a batch needs no downcast.
-    fn of<A, B, C>(worker: &Worker, batch: fn(A, B, C) -> F) -> Rc<SpareBatches<F>> {
-        let _ = batch;
-        let mut erased = worker.spare_batches.borrow_mut();
-        if let Some(spare) = erased.clone().and_then(|any| any.downcast().ok()) {
-            return spare;
-        }
-        let spare = Rc::new(SpareBatches(RefCell::new(Vec::new())));
-        *erased = Some(spare.clone());
-        spare
-    }
-
-    /// `batch` in a spare box, or in a new one.
-    fn boxed(&self, batch: F) -> Pin<Box<F>> {
-        let spare = self.0.borrow_mut().pop();
-        match spare {
-            Some(mut slot) => {
-                slot.set(batch);
-                slot
-            }
-            None => Box::pin(batch),
-        }
-    }
-
-    /// Keeps the box of a finished batch.
-    fn give(&self, slot: Pin<Box<F>>) {
-        let mut spare = self.0.borrow_mut();
-        if spare.len() < SPARE_BATCHES_MAX {
-            spare.push(slot);
-        }
-    }
+/// How far a pass over the read buffer got: done, or stopped at something that has to wait
+/// (`F` is the type of the handlers' futures).
+enum Step<'a, F> {
+    /// Every complete request answered and the answers written; what the connection does next.
+    Done(Next),
+    Wait(Wait<'a, F>),
 }
 
-/// Parses and answers every complete request in the read buffer, then writes the responses.
-/// Owns what it uses, so that its future's box can wait among the worker's [`SpareBatches`];
-/// gives back when the unfinished head left in the buffer started.
-async fn process<S: Service>(
-    io: Rc<ConnIo>,
-    service: Arc<S>,
-    mut head_started: Option<Instant>,
-) -> (Next, Option<Instant>) {
+/// What a pass over the read buffer stopped at; [`ConnIo::resume`] waits for it.
+enum Wait<'a, F> {
+    /// A handler that did not answer at its first poll.
+    Handler(F, Answering),
+    /// A response body being streamed, then what follows the response.
+    Stream(Pin<Box<dyn Future<Output = bool> + 'a>>, After),
+    /// The rest of a request body to skip before the next request.
+    Drain(Rc<BodyReader>),
+    /// The write buffer to write out, then `.0`.
+    Flush(Next),
+    /// The rest of a write of the write buffer that went `.0` bytes far, then `.1`.
+    FlushRest(usize, Next),
+}
+
+/// What the response to a request needs to know about the request.
+struct Answering {
+    version: Version,
+    is_head: bool,
+    keep_alive: bool,
+    /// The body's declared length.
+    declared: Option<u64>,
+    reader: Option<Rc<BodyReader>>,
+}
+
+/// What follows a response's body.
+struct After {
+    reader: Option<Rc<BodyReader>>,
+    keep_alive: bool,
+}
+
+/// Parses and answers every complete request in the read buffer whose answer is ready at
+/// once, then writes the answers out, all within one poll of the connection's task: a
+/// keep-alive or pipelined request costs no future of its own. Stops at the first thing that
+/// has to wait and hands it back.
+fn answer_ready<'a, S: Service>(
+    io: &'a Rc<ConnIo>,
+    service: &'a S,
+    head_started: &mut Option<Instant>,
+    cx: &mut Context<'_>,
+) -> Step<'a, impl Future<Output = Response> + Unpin + 'a> {
     io.worker.refresh_date();
-    // Every request of the batch is parsed into this one head.
+    // Every request of the pass is parsed into this one head.
     let mut parts = take_parts();
-    let next = process_batch(&io, &*service, &mut head_started, &mut parts).await;
+    let step = answer_each(io, service, head_started, &mut parts, cx);
     give_parts(parts);
-    (next, head_started)
+    match step {
+        Step::Done(next) => io.write_now(next, cx),
+        wait => wait,
+    }
 }
 
-/// The loop of [`process`], with the head every request of the batch is parsed into.
-async fn process_batch<S: Service>(
-    io: &Rc<ConnIo>,
-    service: &S,
+/// The loop of [`answer_ready`], with the head every request is parsed into.
+fn answer_each<'a, S: Service>(
+    io: &'a Rc<ConnIo>,
+    service: &'a S,
     head_started: &mut Option<Instant>,
     parts: &mut Rc<Parts>,
-) -> Next {
+    cx: &mut Context<'_>,
+) -> Step<'a, impl Future<Output = Response> + Unpin + 'a> {
     loop {
         let parsed = {
             let buf = io.read_buf.borrow();
             if buf.is_empty() {
-                break;
+                return Step::Done(Next::KeepAlive);
             }
             let n = buf.len().min(volt_proto::H2_PREFACE.len());
             let fresh = io.h2_possible.get();
             if fresh && buf[..n] == volt_proto::H2_PREFACE[..n] {
-                if n < volt_proto::H2_PREFACE.len() {
-                    break; // the rest of the preface (or of an HTTP/1 `P...`) is on its way
-                }
-                return Next::Http2;
+                return Step::Done(match n < volt_proto::H2_PREFACE.len() {
+                    // The rest of the preface (or of an HTTP/1 `P...`) is on its way.
+                    true => Next::KeepAlive,
+                    false => Next::Http2,
+                });
             }
             io.h2_possible.set(false);
             let parsed = &mut unique(parts).parsed;
@@ -303,33 +315,38 @@ async fn process_batch<S: Service>(
             // error response would only be garbage to it, so just close (RFC 9113 §3.4).
             if fresh && matches!(parsed, Err(ParseError::InvalidVersion)) && !looks_like_http1(&buf)
             {
-                return Next::Close;
+                return Step::Done(Next::Close);
             }
             parsed
         };
         match parsed {
             Ok(false) => {
                 head_started.get_or_insert_with(volt_rt::time::now);
-                break;
+                return Step::Done(Next::KeepAlive);
             }
             Ok(true) => {
                 *head_started = None;
-                if let Next::Close = handle(io, parts, service).await {
-                    io.flush().await;
-                    return Next::Close;
+                let (req, answering) = match start(io, parts) {
+                    Ok(started) => started,
+                    Err(next) => return Step::Done(next),
+                };
+                let mut fut = service.call_unpin(req);
+                let mut panicked = false;
+                let response = match poll_caught(Pin::new(&mut fut), cx, &mut panicked) {
+                    Poll::Ready(response) => response,
+                    Poll::Pending => return Step::Wait(Wait::Handler(fut, answering)),
+                };
+                drop(fut);
+                match io.respond(answering, response, panicked) {
+                    Step::Done(Next::KeepAlive) => {}
+                    step => return step,
                 }
             }
             Err(e) => {
                 io.reject(&e);
-                io.flush().await;
-                return Next::Close;
+                return Step::Done(Next::Close);
             }
         }
-    }
-    if io.flush().await {
-        Next::KeepAlive
-    } else {
-        Next::Close
     }
 }
 
@@ -374,13 +391,14 @@ fn unique(parts: &mut Rc<Parts>) -> &mut Parts {
     Rc::get_mut(parts).expect("a new Rc is unique")
 }
 
-/// Runs the handler for the request just parsed into `parts` and encodes its response.
-async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S) -> Next {
+/// Sets up the request just parsed into `parts`: its body, if it has one, and what its
+/// response will need. `Err` when the request is refused outright (413, then close).
+fn start(io: &Rc<ConnIo>, parts: &mut Rc<Parts>) -> Result<(Request, Answering), Next> {
     let worker = &io.worker;
     let head = &parts.parsed;
     let version = head.version;
     let is_head = head.method == Method::HEAD;
-    let mut keep_alive = head.keep_alive;
+    let keep_alive = head.keep_alive;
     let head_len = head.head_len;
     let expect_continue = head.expect_continue;
     let body_kind = head.body;
@@ -399,7 +417,7 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
                     worker.config.max_body_bytes
                 ),
             ));
-            return Next::Close;
+            return Err(Next::Close);
         }
         kind => Some(Rc::new(BodyReader::new(io.clone(), kind, expect_continue))),
     };
@@ -418,77 +436,14 @@ async fn handle<S: Service>(io: &Rc<ConnIo>, parts: &mut Rc<Parts>, service: &S)
         w.reserve(MIN_WRITE);
         *io.write_buf.borrow_mut() = w;
     }
-    let req = Request::from_parts(parts.clone(), body);
-
-    let mut panicked = false;
-    let response = {
-        let mut fut = pin!(service.call(req));
-        let mut poll = |cx: &mut Context<'_>| poll_caught(fut.as_mut(), cx, &mut panicked);
-        // Most handlers answer at the first poll. One that has to wait first gets the
-        // responses before it flushed, so it does not hold them back. One future does both,
-        // with that flush boxed: a `match` on the first poll kept its result (a whole
-        // `Response`) and the flush's state in every batch's future.
-        let mut waited = false;
-        let mut flush = None;
-        poll_fn(|cx| {
-            if !waited {
-                let first = poll(cx);
-                if first.is_ready() {
-                    return first;
-                }
-                waited = true;
-                flush = Some(Box::pin(io.flush()));
-            }
-            if let Some(f) = &mut flush {
-                ready!(f.as_mut().poll(cx));
-                flush = None;
-            }
-            poll(cx)
-        })
-        .await
+    let answering = Answering {
+        version,
+        is_head,
+        keep_alive,
+        declared,
+        reader,
     };
-    if panicked {
-        keep_alive = false;
-    }
-    // What the handler left of the body is skipped after the response is written (below), as
-    // the client may hold the rest back until it has the answer. Here only whether skipping
-    // can work decides `Connection`.
-    let max_drain = worker.config.max_drain_bytes;
-    if reader
-        .as_ref()
-        .is_some_and(|r| !r.skippable(declared, max_drain))
-    {
-        keep_alive = false;
-    }
-    if worker.is_shutting_down() || !io.writable.get() || response.asks_to_close() {
-        keep_alive = false;
-    }
-    // Encoded by a plain function, so the response is not held across the `.await`s below.
-    let (keep_alive, streamed) = io.encode_response(response, version, is_head, keep_alive);
-    if let Some(streamed) = streamed {
-        if !streamed.await {
-            return Next::Close;
-        }
-    }
-    if let Some(reader) = reader.filter(|_| keep_alive) {
-        // Boxed, and only when part of the body is left to drain: a rare path's state
-        // would otherwise widen every batch's future.
-        let go_on = match reader.finished_now() {
-            Some(go_on) => go_on,
-            None => Box::pin(reader.finish(max_drain)).await,
-        };
-        if !go_on {
-            return Next::Close;
-        }
-    }
-    if io.write_buf.borrow().len() >= FLUSH_AT && !io.flush().await {
-        return Next::Close;
-    }
-    if keep_alive {
-        Next::KeepAlive
-    } else {
-        Next::Close
-    }
+    Ok((Request::from_parts(parts.clone(), body), answering))
 }
 
 /// Polls a handler's future. A panic answers 500 and sets `panicked`.
@@ -518,6 +473,116 @@ enum ReadError {
 }
 
 impl ConnIo {
+    /// Waits for what stopped a pass over the read buffer, and finishes that request; what it
+    /// gives back is what the connection does next (another pass, on `KeepAlive`).
+    async fn resume<F: Future<Output = Response> + Unpin>(&self, mut wait: Wait<'_, F>) -> Next {
+        loop {
+            let step = match wait {
+                Wait::Handler(mut fut, answering) => {
+                    // The answers before this one go out first: a handler that waits does not
+                    // hold them back. (If that fails, the response below closes.)
+                    self.flush().await;
+                    let mut panicked = false;
+                    let response =
+                        poll_fn(|cx| poll_caught(Pin::new(&mut fut), cx, &mut panicked)).await;
+                    drop(fut);
+                    self.respond(answering, response, panicked)
+                }
+                Wait::Stream(streamed, after) => match streamed.await {
+                    true => self.after_body(after),
+                    false => Step::Done(Next::Close),
+                },
+                Wait::Drain(reader) => {
+                    match reader.finish(self.worker.config.max_drain_bytes).await {
+                        true => self.after_request(true),
+                        false => Step::Done(Next::Close),
+                    }
+                }
+                Wait::Flush(next) => {
+                    return match self.flush().await {
+                        true => next,
+                        false => Next::Close,
+                    };
+                }
+                Wait::FlushRest(written, next) => {
+                    return match self.flush_from(written).await {
+                        true => next,
+                        false => Next::Close,
+                    };
+                }
+            };
+            wait = match step {
+                Step::Wait(wait) => wait,
+                Step::Done(Next::KeepAlive) => return Next::KeepAlive,
+                // Whatever is written goes out before the connection closes.
+                Step::Done(next) => Wait::Flush(next),
+            };
+        }
+    }
+
+    /// Encodes the response to a request and does what follows it as far as it can without
+    /// waiting. `panicked`: the handler panicked (the response is its 500).
+    fn respond<'a, F>(
+        &'a self,
+        answering: Answering,
+        response: Response,
+        panicked: bool,
+    ) -> Step<'a, F> {
+        let Answering {
+            version,
+            is_head,
+            mut keep_alive,
+            declared,
+            reader,
+        } = answering;
+        // What the handler left of the body is skipped after the response is written (see
+        // `after_body`), as the client may hold the rest back until it has the answer. Here
+        // only whether skipping can work decides `Connection`.
+        let max_drain = self.worker.config.max_drain_bytes;
+        if panicked
+            || reader
+                .as_ref()
+                .is_some_and(|r| !r.skippable(declared, max_drain))
+            || self.worker.is_shutting_down()
+            || !self.writable.get()
+            || response.asks_to_close()
+        {
+            keep_alive = false;
+        }
+        let (keep_alive, streamed) = self.encode_response(response, version, is_head, keep_alive);
+        let after = After { reader, keep_alive };
+        match streamed {
+            Some(streamed) => Step::Wait(Wait::Stream(streamed, after)),
+            None => self.after_body(after),
+        }
+    }
+
+    /// After a response's body: what the handler left of the request's body is to be skipped
+    /// (read and discarded) if the connection goes on.
+    fn after_body<'a, F>(&self, after: After) -> Step<'a, F> {
+        if let Some(reader) = after.reader.filter(|_| after.keep_alive) {
+            match reader.finished_now() {
+                Some(true) => {}
+                Some(false) => return Step::Done(Next::Close),
+                None => return Step::Wait(Wait::Drain(reader)),
+            }
+        }
+        self.after_request(after.keep_alive)
+    }
+
+    /// After a request: a write buffer that grew large is written out before the next one.
+    fn after_request<'a, F>(&self, keep_alive: bool) -> Step<'a, F> {
+        let next = if keep_alive {
+            Next::KeepAlive
+        } else {
+            Next::Close
+        };
+        if self.write_buf.borrow().len() >= FLUSH_AT {
+            return Step::Wait(Wait::Flush(next));
+        }
+        Step::Done(next)
+    }
+
     /// Polls `op` until it is ready or `deadline` passes (`None`). The connection's one timer
     /// is reused for every wait, so a wait needs no future of its own (which also keeps an
     /// idle connection small).
@@ -586,17 +651,42 @@ impl ConnIo {
 
     /// Writes the write buffer out. False if the connection failed or timed out.
     async fn flush(&self) -> bool {
-        if self.write_buf.borrow().is_empty() {
+        let len = self.write_buf.borrow().len();
+        if len == 0 {
             return self.writable.get();
         }
+        self.before_write(len);
+        self.flush_from(0).await
+    }
+
+    /// Writes the write buffer out from byte `written` on (the bytes before went already).
+    async fn flush_from(&self, written: usize) -> bool {
         // The buffer is borrowed only inside each poll; nothing appends to it meanwhile (the
         // connection's one task is here).
         let ok = self.writable.get()
             && self
-                .write_from(|| Ref::map(self.write_buf.borrow(), Vec::as_slice))
+                .write_from(|| Ref::map(self.write_buf.borrow(), Vec::as_slice), written)
                 .await;
         self.write_buf.borrow_mut().clear();
         ok
+    }
+
+    /// Ends a pass over the read buffer ([`answer_ready`]) that answered everything it could,
+    /// then goes on as `next` says: writes the answers out if the socket takes them now, else
+    /// leaves the rest to [`ConnIo::resume`].
+    fn write_now<'a, F>(&self, next: Next, cx: &mut Context<'_>) -> Step<'a, F> {
+        let len = self.write_buf.borrow().len();
+        let mut ok = self.writable.get();
+        if len > 0 && ok {
+            self.before_write(len);
+            let mut written = 0;
+            match self.poll_write_out(cx, &self.write_buf.borrow(), &mut written) {
+                Poll::Ready(done) => ok = done,
+                Poll::Pending => return Step::Wait(Wait::FlushRest(written, next)),
+            }
+        }
+        self.write_buf.borrow_mut().clear();
+        Step::Done(if ok { next } else { Next::Close })
     }
 
     /// Closes a TLS session cleanly (see [`Transport::poll_close`]), unless writing already
@@ -610,17 +700,13 @@ impl ConnIo {
 
     /// Writes `bytes` out. False if the connection failed or timed out.
     fn write_all<'a>(&'a self, bytes: &'a [u8]) -> impl Future<Output = bool> + 'a {
-        self.write_from(move || bytes)
+        self.before_write(bytes.len());
+        self.write_from(move || bytes, 0)
     }
 
-    /// Writes out the bytes `bytes` gives (the same each time it is called). Not an async fn
-    /// but a future made of [`ConnIo::until`]'s: one state machine less to set up for every
-    /// response.
-    fn write_from<'a, B: std::ops::Deref<Target = [u8]>>(
-        &'a self,
-        bytes: impl Fn() -> B + Unpin + 'a,
-    ) -> impl Future<Output = bool> + 'a {
-        let len = bytes().len();
+    /// Before writing `len` bytes: turns Nagle's algorithm off unless this is the first write
+    /// and a small one (see [`Nagle`]).
+    fn before_write(&self, len: usize) {
         match self.nagle.get() {
             Nagle::Off => {}
             Nagle::Untouched if len <= SMALL_FIRST_WRITE => {
@@ -631,23 +717,46 @@ impl ConnIo {
                 self.nagle.set(Nagle::Off);
             }
         }
-        let deadline = volt_rt::time::now() + self.worker.config.write_timeout;
-        let mut written = 0;
-        let mut write = self.until(deadline, move |cx| loop {
-            if written == len {
-                // TLS may still hold the last record.
-                return self.stream.poll_flush(cx).map_err(|_| ());
+    }
+
+    /// Writes `bytes[*written..]` until all of it went (then sends what TLS holds) or the
+    /// socket takes no more. `Ready(false)`, and the connection is finished, if writing failed.
+    fn poll_write_out(
+        &self,
+        cx: &mut Context<'_>,
+        bytes: &[u8],
+        written: &mut usize,
+    ) -> Poll<bool> {
+        let result = loop {
+            if *written == bytes.len() {
+                break ready!(self.stream.poll_flush(cx)).is_ok();
             }
-            match self.stream.poll_write(cx, &bytes()[written..]) {
-                Poll::Ready(Ok(0)) => return Poll::Ready(Err(())),
-                Poll::Ready(Ok(n)) => written += n,
-                Poll::Ready(Err(_)) => return Poll::Ready(Err(())),
+            match self.stream.poll_write(cx, &bytes[*written..]) {
+                Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => break false,
+                Poll::Ready(Ok(n)) => *written += n,
                 Poll::Pending => return Poll::Pending,
             }
+        };
+        if !result {
+            self.writable.set(false);
+        }
+        Poll::Ready(result)
+    }
+
+    /// Writes out the bytes `bytes` gives (the same each time it is called) from byte
+    /// `written` on. False if the connection failed or timed out. Not an async fn but a future
+    /// made of [`ConnIo::until`]'s: one state machine less to set up.
+    fn write_from<'a, B: std::ops::Deref<Target = [u8]>>(
+        &'a self,
+        bytes: impl Fn() -> B + Unpin + 'a,
+        mut written: usize,
+    ) -> impl Future<Output = bool> + 'a {
+        let deadline = volt_rt::time::now() + self.worker.config.write_timeout;
+        let mut write = self.until(deadline, move |cx| {
+            self.poll_write_out(cx, &bytes(), &mut written)
         });
         poll_fn(move |cx| {
-            let result = ready!(Pin::new(&mut write).poll(cx));
-            let ok = matches!(result, Some(Ok(())));
+            let ok = ready!(Pin::new(&mut write).poll(cx)).unwrap_or(false);
             if !ok {
                 self.writable.set(false);
             }
@@ -802,20 +911,12 @@ mod tests {
         std::mem::size_of::<F>()
     }
 
-    /// Every idle connection holds its `serve` future (its batches are boxed apart): it must
+    /// Every idle connection holds its `serve` future (what waits is boxed apart): it must
     /// stay small, and at most 256 bytes with the task's own state besides, where moving it
     /// (`memcpy`) still takes the short path.
     #[test]
     fn idle_connection_future_is_small() {
         let size = future_size(serve::<crate::Router>);
         assert!(size <= 200, "the connection future is {size} bytes");
-    }
-
-    /// A batch's future is moved into its box once per batch (a `memcpy` of its whole size
-    /// for every keep-alive request): what only rare paths need must not widen it.
-    #[test]
-    fn batch_future_is_small() {
-        let size = future_size(process::<crate::Router>);
-        assert!(size <= 512, "the batch future is {size} bytes");
     }
 }
