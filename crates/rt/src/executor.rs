@@ -182,6 +182,7 @@ impl Wake for Header {
         self.wake_by_ref();
     }
 
+    #[inline] // into `wake`: every I/O event wakes a task through it
     fn wake_by_ref(self: &Arc<Self>) {
         if !self.scheduled.swap(true, Ordering::AcqRel) {
             self.worker.schedule(self.id);
