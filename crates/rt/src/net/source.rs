@@ -118,10 +118,6 @@ impl Source {
         }
     }
 
-    pub(crate) fn clear_ready(&self, dir: Direction) {
-        self.with_reactor(|reactor| reactor.clear_ready(self.token, dir));
-    }
-
     /// Runs `op` once the fd is ready in `dir`, retrying after each `EAGAIN` edge; readiness is
     /// also cleared after a result that `drained` says left the fd with nothing more to give
     /// (or no more room). The readiness check, the syscall and the clearing take one reactor
@@ -159,7 +155,7 @@ impl Source {
     ) -> io::Result<R> {
         match op(&self.fd) {
             Err(rustix::io::Errno::AGAIN) => {
-                self.clear_ready(dir);
+                self.with_reactor(|reactor| reactor.clear_ready(self.token, dir));
                 Err(io::ErrorKind::WouldBlock.into())
             }
             result => result.map_err(io::Error::from),
