@@ -44,8 +44,8 @@ impl TaskId {
 
 /// What other threads may touch of a worker: its inbox and the eventfd that wakes it.
 pub(crate) struct Shared {
-    /// Unique across all cores ever created; compared with `CURRENT_UID` to tell local wakes,
-    /// and by sockets to tell the reactor that registered them.
+    /// Unique across all cores ever created; compared with the current core's to tell local
+    /// wakes, and by sockets to tell the reactor that registered them.
     pub(crate) uid: usize,
     inbox: Mutex<Inbox>,
     /// True while an eventfd write is pending or the inbox is being taken: later senders skip
@@ -94,8 +94,10 @@ pub(crate) struct Core {
 static NEXT_UID: AtomicUsize = AtomicUsize::new(1);
 
 thread_local! {
-    static CORE: RefCell<Option<Rc<Core>>> = const { RefCell::new(None) };
-    static CURRENT_UID: Cell<usize> = const { Cell::new(0) };
+    /// The core [`run_core`] runs on this thread, null outside it. A pointer in a `Cell`, not an
+    /// `Rc` in a `RefCell`: every read, write and wake looks it up, and this costs one load, with
+    /// no borrow flag to count and no destructor state to check.
+    static CORE: Cell<*const Core> = const { Cell::new(std::ptr::null()) };
     /// When this thread's worker last woke from the reactor (see [`crate::time::now`]); a
     /// thread-local of its own, not a field of the core, as it is read several times a request.
     pub(crate) static WOKE_AT: Cell<Option<Instant>> = const { Cell::new(None) };
@@ -112,9 +114,14 @@ impl Shared {
     }
 
     fn schedule(&self, id: TaskId) {
-        if CURRENT_UID.with(Cell::get) == self.uid {
-            with_core(|core| core.run_queue.borrow_mut().push_back(id));
-        } else {
+        let pushed = try_with_core(|core| {
+            let local = core.shared.uid == self.uid;
+            if local {
+                core.run_queue.borrow_mut().push_back(id);
+            }
+            local
+        });
+        if pushed != Some(true) {
             self.schedule_remote(id);
         }
     }
@@ -175,6 +182,7 @@ impl Wake for Header {
         self.wake_by_ref();
     }
 
+    #[inline] // into `wake`: every I/O event wakes a task through it
     fn wake_by_ref(self: &Arc<Self>) {
         if !self.scheduled.swap(true, Ordering::AcqRel) {
             self.worker.schedule(self.id);
@@ -193,9 +201,9 @@ pub(crate) fn with_core<R>(f: impl FnOnce(&Core) -> R) -> R {
 
 /// Like [`with_core`], but `None` outside a worker (used by destructors, which may run anywhere).
 pub(crate) fn try_with_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
-    CORE.try_with(|c| c.borrow().as_ref().map(|core| f(core)))
-        .ok()
-        .flatten()
+    // SAFETY: a non-null `CORE` points to the core `run_core` keeps in place (never moved, only
+    // shared) until its `Uninstall` guard nulls the pointer again.
+    unsafe { CORE.get().as_ref() }.map(f)
 }
 
 /// Spawns a task on the current worker. The future need not be `Send`.
@@ -324,19 +332,15 @@ impl Core {
 /// Installs `core` on this thread, runs `future` as its main task until it finishes, then drops
 /// every task left (with the core still installed, so their destructors can deregister).
 pub(crate) fn run_core<F: Future>(core: Core, future: F) -> F::Output {
-    let core = Rc::new(core);
-    CORE.with(|c| {
-        let mut c = c.borrow_mut();
-        // Checked before anything is changed, so the worker this panics on keeps working.
-        assert!(
-            c.is_none(),
-            "block_on inside a volt-rt worker would deadlock it"
-        );
-        *c = Some(core.clone());
-    });
-    let previous_uid = CURRENT_UID.with(|u| u.replace(core.shared.uid));
+    // Checked before anything is changed, so the worker this panics on keeps working.
+    assert!(
+        CORE.get().is_null(),
+        "block_on inside a volt-rt worker would deadlock it"
+    );
+    // `core` stays in this frame, unmoved, and outlives `_uninstall`, which nulls the pointer.
+    CORE.set(&core);
     core.shared.set_closed(false);
-    struct Uninstall(usize);
+    struct Uninstall;
     impl Drop for Uninstall {
         fn drop(&mut self) {
             // Remaining tasks go first, while the core is still reachable. Closing the inbox
@@ -347,12 +351,11 @@ pub(crate) fn run_core<F: Future>(core: Core, future: F) -> F::Output {
                 try_with_core(|core| core.tasks.borrow_mut().drain().collect()).unwrap_or_default();
             drop(tasks);
             drop(unrun);
-            CORE.with(|c| c.borrow_mut().take());
-            CURRENT_UID.with(|u| u.set(self.0));
+            CORE.set(std::ptr::null());
             WOKE_AT.with(|t| t.set(None)); // a later worker on this thread starts afresh
         }
     }
-    let _uninstall = Uninstall(previous_uid);
+    let _uninstall = Uninstall;
 
     // The main future is not `'static`, so it is polled here rather than spawned.
     let mut future = std::pin::pin!(future);
@@ -385,7 +388,7 @@ impl Wake for MainWaker {
 
     fn wake_by_ref(self: &Arc<Self>) {
         if !self.woken.swap(true, Ordering::AcqRel)
-            && CURRENT_UID.with(Cell::get) != self.worker.uid
+            && try_with_core(|core| core.shared.uid) != Some(self.worker.uid)
         {
             self.worker.notify();
         }

@@ -113,6 +113,16 @@ impl Sleep {
         Instant::now() >= self.deadline
     }
 
+    /// Enters the deadline in the worker's timers, or hands its entry `waker`.
+    #[inline(never)] // out of `poll`'s usual path, which then saves no registers for it
+    fn register(&mut self, waker: &Waker) {
+        let key = with_core(|core| match &self.entry {
+            Some((key, _)) if core.timers.update(key, waker) => *key,
+            _ => core.timers.insert(self.deadline, waker.clone()),
+        });
+        self.entry = Some((key, WakerId::of(waker)));
+    }
+
     fn unregister(&mut self) {
         if let Some((key, _)) = self.entry.take() {
             try_with_core(|core| core.timers.remove(&key));
@@ -135,6 +145,9 @@ impl WakerId {
 impl Future for Sleep {
     type Output = ();
 
+    // Into the tasks that wait with a deadline (a connection, every request): the usual poll is
+    // two comparisons, and a call would cost more.
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         if now() >= self.deadline {
             self.unregister();
@@ -144,16 +157,10 @@ impl Future for Sleep {
         // registered entry is still there and only its waker may need a refresh.
         if self
             .entry
-            .is_some_and(|(_, id)| id == WakerId::of(cx.waker()))
+            .is_none_or(|(_, id)| id != WakerId::of(cx.waker()))
         {
-            return Poll::Pending;
+            self.register(cx.waker());
         }
-        let deadline = self.deadline;
-        let key = with_core(|core| match &self.entry {
-            Some((key, _)) if core.timers.update(key, cx.waker()) => *key,
-            _ => core.timers.insert(deadline, cx.waker().clone()),
-        });
-        self.entry = Some((key, WakerId::of(cx.waker())));
         Poll::Pending
     }
 }
