@@ -96,14 +96,14 @@ impl BufRing {
 
     /// The unread bytes of `queue`'s oldest buffer.
     pub(super) fn front(&self, queue: &Received) -> Option<&[u8]> {
-        let chunk = self.chunks[queue.head as usize];
-        let start = queue.head as usize * BUF_SIZE + chunk.start as usize;
+        let head = (queue.len > 0).then_some(queue.head as usize)?;
+        let chunk = &self.chunks[head];
+        let start = head * BUF_SIZE + chunk.start as usize;
         let len = (chunk.end - chunk.start) as usize;
         // SAFETY: the head is queued, so a completion handed it to us with `..end` written
         // (`push`), and the kernel does not write it until `give_back`; in bounds of the
         // allocation (head < BUF_ENTRIES, end <= BUF_SIZE).
-        (queue.len > 0)
-            .then(|| unsafe { std::slice::from_raw_parts(self.bufs.as_ptr().add(start), len) })
+        Some(unsafe { std::slice::from_raw_parts(self.bufs.as_ptr().add(start), len) })
     }
 
     /// Marks `n` bytes of `queue`'s oldest buffer read, giving it back once all of it is.
