@@ -4,8 +4,9 @@
 //! must never reach the kernel: an aborted task frees it while the kernel may still write. So:
 //!
 //! - **Receive**: one multishot receive per stream, into a ring of provided buffers owned by this
-//!   reactor. Completions queue `(buffer, range)` on the stream's slot; a read copies out of the
-//!   buffer (the copy a `read` syscall would make) and gives it back to the ring when emptied.
+//!   reactor. Completions queue the buffer on the stream's slot (a list linked through the
+//!   buffer ring, so a stream allocates nothing for it); a read copies out of the buffer (the
+//!   copy a `read` syscall would make) and gives it back to the ring when emptied.
 //!   A receive that ends (out of buffers, error) is re-armed when a reader next waits.
 //! - **Send**: a write copies into the slot's `unsent` buffer and returns. Once per loop turn,
 //!   every stream with unsent bytes and no send in flight gets one send SQE (its whole batch),
