@@ -294,3 +294,31 @@ fn accept_reports_the_peer_address() {
         });
     });
 }
+
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn reads_smaller_than_what_arrived_keep_its_order() {
+    // On io_uring each send below is flushed before the next, so the reader finds several
+    // received buffers queued, and reads each in pieces that straddle their boundaries.
+    guard(|| {
+        block_on(async {
+            let (client, server) = tcp_pair().await;
+            let messages: Vec<Vec<u8>> = (0..8u8)
+                .map(|i| vec![b'a' + i; 5 + 3 * i as usize])
+                .collect();
+            for message in &messages {
+                client.write_all(message).await.unwrap();
+                client.flush().await.unwrap();
+            }
+            client.shutdown(Shutdown::Write).unwrap();
+            let (mut got, mut buf) = (Vec::new(), [0u8; 7]);
+            loop {
+                match server.read(&mut buf).await.unwrap() {
+                    0 => break,
+                    n => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            assert_eq!(got, messages.concat());
+        });
+    });
+}

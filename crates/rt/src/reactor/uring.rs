@@ -4,8 +4,9 @@
 //! must never reach the kernel: an aborted task frees it while the kernel may still write. So:
 //!
 //! - **Receive**: one multishot receive per stream, into a ring of provided buffers owned by this
-//!   reactor. Completions queue `(buffer, range)` on the stream's slot; a read copies out of the
-//!   buffer (the copy a `read` syscall would make) and gives it back to the ring when emptied.
+//!   reactor. Completions queue the buffer on the stream's slot (a list linked through the
+//!   buffer ring, so a stream allocates nothing for it); a read copies out of the buffer (the
+//!   copy a `read` syscall would make) and gives it back to the ring when emptied.
 //!   A receive that ends (out of buffers, error) is re-armed when a reader next waits.
 //! - **Send**: a write copies into the slot's `unsent` buffer and returns. Once per loop turn,
 //!   every stream with unsent bytes and no send in flight gets one send SQE (its whole batch),
@@ -39,7 +40,7 @@ use rustix::net::SocketAddrAny;
 use slab::Slab;
 
 use super::{shutdown, Direction, Kind, Notifier, Readiness, READABLE, WRITABLE};
-use buf_ring::BufRing;
+use buf_ring::{BufRing, Received};
 
 mod buf_ring;
 
@@ -53,7 +54,7 @@ const REARM_FREE: usize = 64;
 /// Received buffers a stream may hold before its receive is cancelled (re-armed when its reader
 /// has emptied them): a reader that stops reading leaves the rest in the kernel's socket buffer,
 /// under TCP flow control, instead of draining the shared ring.
-const MAX_HELD: usize = 16;
+const MAX_HELD: u16 = 16;
 /// The scratch buffer a starved stream reads through (`read` syscalls, as on epoll).
 const SCRATCH_SIZE: usize = 16 * 1024;
 /// Bytes a stream may have queued for sending before writes wait.
@@ -79,23 +80,13 @@ fn user_data(token: usize, op: u64) -> u64 {
 pub(super) fn probe() -> io::Result<()> {
     let uname = rustix::system::uname();
     let release = uname.release().to_string_lossy();
-    let major = release
-        .split('.')
-        .next()
-        .and_then(|p| p.parse::<u32>().ok());
+    let major: Option<u32> = release.split('.').next().and_then(|p| p.parse().ok());
     if major.unwrap_or(0) < 6 {
         return Err(io::Error::other(format!(
             "kernel {release} lacks multishot receive (needs 6.0)"
         )));
     }
     IoUring::new(8).map(drop)
-}
-
-/// A received chunk not yet read: `buf`'s bytes `start..end`.
-struct Chunk {
-    buf: u16,
-    start: u32,
-    end: u32,
 }
 
 /// A registered descriptor.
@@ -117,7 +108,7 @@ struct Slot {
     /// The last receive ended with `ENOBUFS`: until [`State::rearm_starved`] re-arms it, reads
     /// are `read` syscalls and readiness a poll, as on epoll.
     starved: bool,
-    received: VecDeque<Chunk>,
+    received: Received,
     /// Bytes a starved read took and its caller had no room for; read before `received`.
     spill: Vec<u8>,
     /// How the stream ended: 0 for end of stream, else an errno. Reads see it after `received`.
@@ -151,7 +142,7 @@ impl Slot {
     }
 
     fn has_data(&self) -> bool {
-        !self.received.is_empty() || !self.spill.is_empty() || self.recv_end.is_some()
+        self.received.len > 0 || !self.spill.is_empty() || self.recv_end.is_some()
     }
 
     fn queued(&self) -> usize {
@@ -201,16 +192,13 @@ impl Reactor {
                     .build(SQ_ENTRIES)
             })?;
         let bufs = BufRing::new();
+        let addr = bufs.ring.as_ptr() as u64;
         // SAFETY: the ring memory is page-aligned, `BUF_ENTRIES` entries long, and outlives the
         // registration (freed after the ring is closed).
         unsafe {
-            ring.submitter().register_buf_ring_with_flags(
-                bufs.ring.as_ptr() as u64,
-                BUF_ENTRIES,
-                BUF_GROUP,
-                0,
-            )?;
-        }
+            ring.submitter()
+                .register_buf_ring_with_flags(addr, BUF_ENTRIES, BUF_GROUP, 0)?
+        };
         let mut state = State {
             ring,
             bufs,
@@ -259,8 +247,8 @@ impl Reactor {
         slot.accepted.clear();
         slot.owned = Some(fd);
         let io = std::mem::take(&mut slot.io);
-        for chunk in std::mem::take(&mut slot.received) {
-            st.bufs.give_back(chunk.buf);
+        while let Some(n) = st.bufs.front(&slot.received).map(<[u8]>::len) {
+            st.bufs.consume(&mut slot.received, n); // unread, given back
         }
         for op in [OP_POLL, OP_RECV, OP_ACCEPT] {
             if st.sources[token].armed(op) {
@@ -280,7 +268,8 @@ impl Reactor {
             (Kind::Acceptor, _) => !slot.accepted.is_empty(),
             (Kind::Stream, Direction::Read) => {
                 let ready = slot.has_data() || (slot.starved && slot.io.ready & READABLE != 0);
-                if !ready {
+                // Nearly always armed (and never while starved): no call on the common path.
+                if !ready && !slot.armed(OP_RECV) {
                     st.arm_read(token);
                 }
                 ready
@@ -335,11 +324,11 @@ impl Reactor {
         if !slot.spill.is_empty() {
             let n = sink(&slot.spill);
             slot.spill.drain(..n);
-            if !slot.spill.is_empty() || slot.received.is_empty() {
+            if !slot.spill.is_empty() || slot.received.len == 0 {
                 return Poll::Ready(Ok(n));
             }
         }
-        if slot.received.is_empty() {
+        if slot.received.len == 0 {
             match slot.recv_end {
                 Some(0) => return Poll::Ready(Ok(0)),
                 Some(errno) => return Poll::Ready(Err(io::Error::from_raw_os_error(errno))),
@@ -356,19 +345,13 @@ impl Reactor {
             return Poll::Pending;
         }
         let mut total = 0;
-        while let Some(chunk) = slot.received.front_mut() {
-            // SAFETY: the chunk came from a receive completion for buffer `chunk.buf`, which
-            // wrote `..chunk.end`; it is given back to the ring only when popped below.
-            let bytes = unsafe { st.bufs.bytes(chunk.buf, chunk.start, chunk.end) };
-            let n = sink(bytes);
+        while let Some(bytes) = st.bufs.front(&slot.received) {
+            let (len, n) = (bytes.len(), sink(bytes));
             total += n;
-            chunk.start += n as u32;
-            if chunk.start < chunk.end {
+            st.bufs.consume(&mut slot.received, n);
+            if n < len {
                 break; // the sink is full
             }
-            let buf = chunk.buf;
-            slot.received.pop_front();
-            st.bufs.give_back(buf);
         }
         Poll::Ready(Ok(total))
     }
@@ -396,17 +379,12 @@ impl Reactor {
         if slot.shutdown_write {
             return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
         }
-        let mut room = SEND_LIMIT - slot.queued();
-        let mut n = 0;
+        let (room, before) = (SEND_LIMIT - slot.queued(), slot.unsent.len());
         for buf in bufs {
-            let take = buf.len().min(room);
+            let take = buf.len().min(room - (slot.unsent.len() - before));
             slot.unsent.extend_from_slice(&buf[..take]);
-            n += take;
-            room -= take;
-            if room == 0 {
-                break;
-            }
         }
+        let n = slot.unsent.len() - before;
         if n > 0 && !slot.armed(OP_SEND) && !slot.send_queued {
             slot.send_queued = true;
             st.to_send.push(token);
@@ -457,9 +435,7 @@ impl Reactor {
             Some(_) if st.idle() => Ok(0),
             Some(_) => st.ring.submit(),
         };
-        if let Err(e) = entered(result) {
-            panic!("io_uring_enter failed: {e}");
-        }
+        entered(result).unwrap_or_else(|e| panic!("io_uring_enter failed: {e}"));
         st.complete();
         let notified = std::mem::take(&mut st.notified);
         let wakers = std::mem::take(&mut st.to_wake);
@@ -486,9 +462,7 @@ fn entered(result: io::Result<usize>) -> io::Result<()> {
 }
 
 fn submit_and_wait_for(ring: &IoUring, wait: Duration) -> io::Result<usize> {
-    let ts = types::Timespec::new()
-        .sec(wait.as_secs())
-        .nsec(wait.subsec_nanos());
+    let ts = types::Timespec::from(wait);
     let args = types::SubmitArgs::new().timespec(&ts);
     ring.submitter().submit_with_args(1, &args)
 }
@@ -517,9 +491,7 @@ impl State {
         while unsafe { self.ring.submission().push(&sqe) }.is_err() {
             let _ = self.ring.submit();
         }
-        if counted {
-            self.in_flight += 1;
-        }
+        self.in_flight += counted as usize;
     }
 
     /// Submits `op` on `token`'s slot, marking it in flight there.
@@ -743,12 +715,9 @@ impl State {
                 if let Some(buf) = cqueue::buffer_select(flags) {
                     self.bufs.lent += 1;
                     if result > 0 && !dropped {
-                        slot.received.push_back(Chunk {
-                            buf,
-                            start: 0,
-                            end: result as u32,
-                        });
-                        if slot.received.len() >= MAX_HELD && !last && !slot.recv_cancelling {
+                        // SAFETY: this completion handed `buf` over with `result` bytes in it.
+                        unsafe { self.bufs.push(&mut slot.received, buf, result as u32) };
+                        if slot.received.len >= MAX_HELD && !last && !slot.recv_cancelling {
                             slot.recv_cancelling = true;
                             self.cancel(token, OP_RECV);
                         }

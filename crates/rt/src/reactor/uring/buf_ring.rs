@@ -17,6 +17,25 @@ pub(super) struct BufRing {
     tail: u16,
     /// Buffers handed back by completions and not yet returned to the ring.
     pub(super) lent: usize,
+    /// Per buffer, while it is queued on a stream: what is left to read, and the queue's link.
+    chunks: Box<[Chunk]>,
+}
+
+/// The unread bytes `start..end` of a received buffer, and the next buffer of its queue.
+#[derive(Clone, Copy, Default)]
+struct Chunk {
+    start: u16,
+    end: u16,
+    next: u16,
+}
+
+/// A stream's received buffers, oldest first: a queue linked through [`BufRing::chunks`], so a
+/// stream holds no memory of its own for it.
+#[derive(Default)]
+pub(super) struct Received {
+    head: u16,
+    tail: u16,
+    pub(super) len: u16,
 }
 
 /// `struct io_uring_buf`. The first entry's `resv` is the ring's tail.
@@ -50,6 +69,7 @@ impl BufRing {
             bufs,
             tail: 0,
             lent: BUF_ENTRIES as usize,
+            chunks: vec![Chunk::default(); BUF_ENTRIES as usize].into_boxed_slice(),
         };
         for bid in 0..BUF_ENTRIES {
             this.give_back(bid);
@@ -57,22 +77,43 @@ impl BufRing {
         this
     }
 
-    /// The bytes `start..end` of buffer `bid`.
+    /// Queues buffer `bid` on `queue`, to be read.
     ///
     /// # Safety
-    /// A completion handed `bid` to us, it has not been given back since, and `end` is within
-    /// what the kernel wrote into it.
-    pub(super) unsafe fn bytes(&self, bid: u16, start: u32, end: u32) -> &[u8] {
-        debug_assert!(start <= end && end as usize <= BUF_SIZE);
-        // SAFETY: in bounds of the allocation (bid < BUF_ENTRIES, end <= BUF_SIZE); the kernel
-        // does not write a buffer it handed back until `give_back`, and wrote `..end` (caller).
-        unsafe {
-            std::slice::from_raw_parts(
-                self.bufs
-                    .as_ptr()
-                    .add(bid as usize * BUF_SIZE + start as usize),
-                (end - start) as usize,
-            )
+    /// A completion handed `bid` to us with `len` bytes written into it, and it has been neither
+    /// given back nor queued since.
+    pub(super) unsafe fn push(&mut self, queue: &mut Received, bid: u16, len: u32) {
+        let chunk = &mut self.chunks[bid as usize];
+        (chunk.start, chunk.end) = (0, len as u16); // len <= BUF_SIZE
+        if queue.len > 0 {
+            self.chunks[queue.tail as usize].next = bid;
+        } else {
+            queue.head = bid;
+        }
+        queue.tail = bid;
+        queue.len += 1;
+    }
+
+    /// The unread bytes of `queue`'s oldest buffer.
+    pub(super) fn front(&self, queue: &Received) -> Option<&[u8]> {
+        let head = (queue.len > 0).then_some(queue.head as usize)?;
+        let chunk = &self.chunks[head];
+        let start = head * BUF_SIZE + chunk.start as usize;
+        let len = (chunk.end - chunk.start) as usize;
+        // SAFETY: the head is queued, so a completion handed it to us with `..end` written
+        // (`push`), and the kernel does not write it until `give_back`; in bounds of the
+        // allocation (head < BUF_ENTRIES, end <= BUF_SIZE).
+        Some(unsafe { std::slice::from_raw_parts(self.bufs.as_ptr().add(start), len) })
+    }
+
+    /// Marks `n` bytes of `queue`'s oldest buffer read, giving it back once all of it is.
+    pub(super) fn consume(&mut self, queue: &mut Received, n: usize) {
+        let chunk = &mut self.chunks[queue.head as usize];
+        chunk.start += n as u16;
+        if chunk.start == chunk.end {
+            let bid = std::mem::replace(&mut queue.head, chunk.next);
+            queue.len -= 1;
+            self.give_back(bid);
         }
     }
 
