@@ -8,7 +8,7 @@ use http::{StatusCode, Version};
 use volt_proto::ParseError;
 
 use super::ConnIo;
-use crate::body::BodyKind as OutBody;
+use crate::body::{Body, BodyKind as OutBody};
 use crate::response::{IntoResponse, Response};
 use crate::server::Worker;
 use crate::Error;
@@ -183,6 +183,36 @@ impl ConnIo {
             drop(headers);
         }
         (keep_alive, streamed)
+    }
+
+    /// Appends the usual response to a GET on a connection that stays open: a 200 with a
+    /// `Content-Type`, a body in memory and nothing else, as the worker's cached head and the
+    /// body. Any other response is handed back.
+    pub(super) fn encode_usual(&self, response: Response) -> Result<(), Response> {
+        // Taken apart whole, so that what is left to drop of the usual response is known to
+        // be two `Bytes`, not a response whose every optional part has to be looked at.
+        let Response {
+            status,
+            content_type,
+            headers,
+            body: Body { kind, trailers },
+        } = response;
+        if let (StatusCode::OK, Some(ct), None, OutBody::Full(body), None) =
+            (status, &content_type, &headers, &kind, &trailers)
+        {
+            let mut w = self.write_buf.borrow_mut();
+            if self.worker.write_ok_head(&mut w, ct, body.len() as u64) {
+                w.extend_from_slice(body);
+                return Ok(());
+            }
+        }
+        let body = Body { kind, trailers };
+        Err(Response {
+            status,
+            content_type,
+            headers,
+            body,
+        })
     }
 
     /// Answers a head the codec rejected, then the connection closes.

@@ -549,6 +549,18 @@ impl ConnIo {
         {
             keep_alive = false;
         }
+        // The usual exchange (a request without a body, answered by a 200 whose body is in
+        // memory, and the connection stays open) has no framing to work out and no request
+        // body to skip.
+        let response = match reader {
+            None if keep_alive && !is_head && version != Version::HTTP_10 => {
+                match self.encode_usual(response) {
+                    Ok(()) => return self.after_request(true),
+                    Err(response) => response,
+                }
+            }
+            _ => response,
+        };
         let (keep_alive, streamed) = self.encode_response(response, version, is_head, keep_alive);
         let after = After { reader, keep_alive };
         match streamed {
