@@ -23,7 +23,7 @@ use bytes::BytesMut;
 use http::HeaderValue;
 use slab::Slab;
 use volt_rt::future::{race, Either};
-use volt_rt::net::{ListenOptions, TcpListener};
+use volt_rt::net::{set_defer_accept, ListenOptions, TcpListener};
 use volt_rt::JoinHandle;
 
 use crate::config::Config;
@@ -91,6 +91,9 @@ impl Server {
             .reuse_port(true)
             .backlog(4096)
             .bind_std(addr)?;
+        // Set here, not only when serving starts, so that no connection made in between
+        // misses it; `config` sets it again when it changes.
+        set_defer_accept(&listener, Config::default().defer_accept)?;
         let addr = listener.local_addr()?;
         Ok(Server {
             listener,
@@ -124,6 +127,9 @@ impl Server {
 
     /// Limits and timeouts.
     pub fn config(mut self, config: Config) -> Server {
+        // This listener took the default when it was bound. An error here would come again
+        // when serving sets it on every worker's listener, and is reported there.
+        let _ = set_defer_accept(&self.listener, config.defer_accept);
         self.config = config;
         self
     }
@@ -174,12 +180,14 @@ impl Server {
             let tls = tls.clone();
             async move {
                 let listener = match listener {
-                    Some(l) => TcpListener::from_std(l)?,
+                    Some(l) => l,
                     None => ListenOptions::new()
                         .reuse_port(true)
                         .backlog(4096)
-                        .bind(addr)?,
+                        .bind_std(addr)?,
                 };
+                set_defer_accept(&listener, config.defer_accept)?;
+                let listener = TcpListener::from_std(listener)?;
                 if index == 0 && handle_signals {
                     volt_rt::spawn(async {
                         volt_rt::signal::shutdown_signal().await;

@@ -112,3 +112,53 @@ fn connections_from_many_threads_at_once() {
     }
     server.shutdown();
 }
+
+/// With `defer_accept` (the default) a connection that has sent nothing is not handed to a
+/// worker yet, so it takes no connection slot: a client that only connects cannot keep a
+/// later client from being served.
+#[test]
+fn silent_connection_takes_no_slot_with_defer_accept() {
+    let config = Config {
+        // Long enough that the silent client is certainly still held by the kernel when the
+        // second one asks, however loaded the machine.
+        defer_accept: Some(Duration::from_secs(30)),
+        ..limited(1)
+    };
+    let server = common::start_with(1, config, app());
+    let silent = server.connect();
+    let mut next = server.connect();
+    next.send(HI.as_bytes());
+    assert_eq!(
+        next.read_response().text(),
+        text_response("200 OK", "", "hi")
+    );
+    drop(silent);
+    server.shutdown();
+}
+
+/// The control for the test above: without `defer_accept` the silent connection is accepted
+/// at once and holds the only slot until it closes.
+#[test]
+fn silent_connection_takes_the_slot_without_defer_accept() {
+    let config = Config {
+        defer_accept: None,
+        ..limited(1)
+    };
+    let server = common::start_with(1, config, app());
+    let silent = server.connect();
+    // Accepted first: it is first in the accept queue (give the worker time to take it).
+    std::thread::sleep(Duration::from_millis(100));
+    let mut next = server.connect();
+    next.send(HI.as_bytes());
+    assert_eq!(
+        next.poll_bytes(Duration::from_millis(300)),
+        Some(Vec::new()),
+        "served while the silent connection held the only slot"
+    );
+    drop(silent);
+    assert_eq!(
+        next.read_response().text(),
+        text_response("200 OK", "", "hi")
+    );
+    server.shutdown();
+}

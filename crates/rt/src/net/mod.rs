@@ -10,5 +10,5 @@ mod tcp;
 mod unix;
 
 pub use stream::{Stream, Tcp, Unix};
-pub use tcp::{ListenOptions, TcpListener, TcpStream};
+pub use tcp::{set_defer_accept, ListenOptions, TcpListener, TcpStream};
 pub use unix::{UnixListener, UnixStream};

@@ -4,7 +4,8 @@ use std::fmt;
 use std::future::poll_fn;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::time::Duration;
 
 use rustix::net::{sockopt, AddressFamily, SocketFlags};
 
@@ -95,6 +96,27 @@ fn new_socket(addr: SocketAddr) -> io::Result<OwnedFd> {
 
 fn to_std_addr(addr: rustix::net::SocketAddrAny) -> io::Result<SocketAddr> {
     SocketAddr::try_from(addr).map_err(|_| io::Error::other("not an IP socket address"))
+}
+
+/// Makes the listening socket `listener` (a [`TcpListener`] or a std one) hand over a
+/// connection only once the client has sent something, or about `wait` after the handshake if
+/// it sends nothing (`TCP_DEFER_ACCEPT`, Linux); `None` hands over every connection at once.
+/// For protocols where the client speaks first, such as HTTP: the accept then finds the
+/// request waiting, and the handshake's last ACK wakes nobody. `wait` is rounded up to whole
+/// seconds.
+pub fn set_defer_accept(listener: &impl AsFd, wait: Option<Duration>) -> io::Result<()> {
+    let secs = wait.map_or(0, |w| w.as_secs() + u64::from(w.subsec_nanos() > 0));
+    let secs = libc::c_int::try_from(secs).unwrap_or(libc::c_int::MAX);
+    let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    let fd = listener.as_fd().as_raw_fd();
+    let (level, name) = (libc::IPPROTO_TCP, libc::TCP_DEFER_ACCEPT);
+    // SAFETY: `setsockopt` reads `len` bytes, the size of `secs`, from a live `c_int` on this
+    // stack frame; `fd` is borrowed from `listener`, so it stays open for the call. (rustix,
+    // used for every other socket option, has no call for this one.)
+    match unsafe { libc::setsockopt(fd, level, name, (&raw const secs).cast(), len) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
 }
 
 /// A TCP listener registered with the current worker.
