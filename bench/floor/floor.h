@@ -31,13 +31,15 @@ struct floor_options {
 	/* Close each connection once its requests are answered: the new-connection scenario's client
 	 * (ab, HTTP/1.0 without keep-alive) waits for the server to close. */
 	int close_after_response;
+	/* Echo every byte back instead of answering HTTP: the runtime ping-pong scenario's floor. */
+	int echo;
 };
 
 static inline void floor_usage(const char *me, const char *problem)
 {
 	fprintf(stderr,
 		"%s: %s\n"
-		"usage: %s [--addr HOST:PORT | -a HOST:PORT] [--workers N | -w N] [--close | -c]\n",
+		"usage: %s [--addr HOST:PORT | -a HOST:PORT] [--workers N | -w N] [--close | -c] [--echo]\n",
 		me, problem, me);
 	exit(2);
 }
@@ -47,10 +49,13 @@ static inline void floor_parse_options(int argc, char **argv, struct floor_optio
 	const char *addr = "127.0.0.1:8080";
 	o->workers = 1;
 	o->close_after_response = 0;
+	o->echo = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--close") || !strcmp(a, "-c")) {
 			o->close_after_response = 1;
+		} else if (!strcmp(a, "--echo")) {
+			o->echo = 1;
 		} else if (!strcmp(a, "--addr") || !strcmp(a, "-a")) {
 			if (++i == argc)
 				floor_usage(argv[0], "--addr needs a value");

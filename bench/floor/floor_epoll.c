@@ -100,6 +100,27 @@ static void connection_keep(struct worker *w, struct connection *c, const char *
 	c->pending_off = 0;
 }
 
+/* Sends buf[0..len) in one send, keeping what the socket does not take (in order behind what
+ * is already waiting). */
+static int connection_send(struct worker *w, struct connection *c, const char *buf, size_t len)
+{
+	if (c->pending) {
+		connection_keep(w, c, buf, len);
+		return 0;
+	}
+	ssize_t n;
+	do
+		n = send(c->fd, buf, len, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno != EAGAIN)
+		return -1;
+	if (n < 0)
+		n = 0;
+	if ((size_t)n < len)
+		connection_keep(w, c, buf + n, len - (size_t)n);
+	return 0;
+}
+
 /* Answers `count` requests: one send of `count` copies of the response. */
 static int connection_respond(struct worker *w, struct connection *c, size_t count)
 {
@@ -112,21 +133,7 @@ static int connection_respond(struct worker *w, struct connection *c, size_t cou
 	}
 	for (size_t i = 0; i < count; i++)
 		memcpy(w->out + i * FLOOR_RESPONSE_LEN, w->response.bytes, FLOOR_RESPONSE_LEN);
-	if (c->pending) { /* keep order behind what is already waiting */
-		connection_keep(w, c, w->out, len);
-		return 0;
-	}
-	ssize_t n;
-	do
-		n = send(c->fd, w->out, len, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	if (n < 0 && errno != EAGAIN)
-		return -1;
-	if (n < 0)
-		n = 0;
-	if ((size_t)n < len)
-		connection_keep(w, c, w->out + n, len - (size_t)n);
-	return 0;
+	return connection_send(w, c, w->out, len);
 }
 
 static void connection_event(struct worker *w, struct connection *c, unsigned events)
@@ -147,6 +154,11 @@ static void connection_event(struct worker *w, struct connection *c, unsigned ev
 	}
 	if (n < 0)
 		return;
+	if (w->options->echo) {
+		if (connection_send(w, c, w->in, (size_t)n))
+			connection_close(w, c);
+		return;
+	}
 	size_t count = floor_count_terminators(w->in, (size_t)n, &c->matched);
 	if (!count)
 		return;

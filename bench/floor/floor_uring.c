@@ -52,6 +52,8 @@ struct connection {
 	char *out;
 	size_t out_len;
 	size_t out_off;
+	char *next; /* --echo: bytes received while a send was in flight, sent when it completes */
+	size_t next_len;
 };
 
 struct worker {
@@ -128,6 +130,7 @@ static void connection_release(struct connection *c)
 		return;
 	close(c->fd);
 	free(c->out);
+	free(c->next);
 	free(c);
 }
 
@@ -158,6 +161,22 @@ static void connection_respond(struct worker *w, struct connection *c, size_t co
 	c->out_len = len;
 	c->out_off = 0;
 	arm_send(w, c);
+}
+
+/* --echo: sends buf[0..len) back, after what is in flight. */
+static void connection_echo(struct worker *w, struct connection *c, const char *buf, size_t len)
+{
+	char **to = c->send_inflight ? &c->next : &c->out;
+	size_t *to_len = c->send_inflight ? &c->next_len : &c->out_len;
+	*to = realloc(*to, *to_len + len);
+	if (!*to)
+		die("floor: realloc");
+	memcpy(*to + *to_len, buf, len);
+	*to_len += len;
+	if (!c->send_inflight) {
+		c->out_off = 0;
+		arm_send(w, c);
+	}
 }
 
 static void on_accept(struct worker *w, struct io_uring_cqe *cqe)
@@ -191,7 +210,9 @@ static void on_recv(struct worker *w, struct connection *c, struct io_uring_cqe 
 	if (cqe->flags & IORING_CQE_F_BUFFER) {
 		unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
 		char *buf = w->buf_base + (size_t)bid * BUF_SIZE;
-		if (cqe->res > 0 && !c->dead) {
+		if (cqe->res > 0 && !c->dead && w->options->echo) {
+			connection_echo(w, c, buf, (size_t)cqe->res);
+		} else if (cqe->res > 0 && !c->dead) {
 			size_t count = floor_count_terminators(buf, (size_t)cqe->res, &c->matched);
 			if (count)
 				connection_respond(w, c, count);
@@ -227,7 +248,15 @@ static void on_send(struct worker *w, struct connection *c, struct io_uring_cqe 
 	}
 	free(c->out);
 	c->out = NULL;
-	if (c->queued) {
+	c->out_len = 0;
+	if (c->next_len) { /* --echo: what arrived meanwhile */
+		c->out = c->next;
+		c->out_len = c->next_len;
+		c->out_off = 0;
+		c->next = NULL;
+		c->next_len = 0;
+		arm_send(w, c);
+	} else if (c->queued) {
 		size_t count = c->queued;
 		c->queued = 0;
 		connection_respond(w, c, count);
