@@ -102,13 +102,11 @@ fn to_std_addr(addr: rustix::net::SocketAddrAny) -> io::Result<SocketAddr> {
 /// connection only once the client has sent something, or about `wait` after the handshake if
 /// it sends nothing (`TCP_DEFER_ACCEPT`, Linux); `None` hands over every connection at once.
 /// For protocols where the client speaks first, such as HTTP: the accept then finds the
-/// request waiting, and the handshake's last ACK wakes nobody. `wait` is rounded up to whole
-/// seconds.
+/// request waiting, and the handshake's last ACK wakes nobody.
 pub fn set_defer_accept(listener: &impl AsFd, wait: Option<Duration>) -> io::Result<()> {
-    let secs = wait.map_or(0, |w| w.as_secs() + u64::from(w.subsec_nanos() > 0));
-    let secs = libc::c_int::try_from(secs).unwrap_or(libc::c_int::MAX);
-    let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    let fd = listener.as_fd().as_raw_fd();
+    // Whole seconds, rounded up (a float cast saturates instead of wrapping).
+    let secs = wait.map_or(0, |w| w.as_secs_f64().ceil() as libc::c_int);
+    let (fd, len) = (listener.as_fd().as_raw_fd(), size_of::<i32>() as u32);
     let (level, name) = (libc::IPPROTO_TCP, libc::TCP_DEFER_ACCEPT);
     // SAFETY: `setsockopt` reads `len` bytes, the size of `secs`, from a live `c_int` on this
     // stack frame; `fd` is borrowed from `listener`, so it stays open for the call. (rustix,
