@@ -16,11 +16,22 @@ use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
 use super::source::{short_of, Source};
 use crate::reactor::{Direction, Kind};
 
-/// `recv(2)`, not `read(2)`, as writes are `send(2)` (with `MSG_NOSIGNAL`), not `write(2)`:
-/// the socket calls skip the file layer, ~20 and ~55 ns a call here (a tenth of a loopback
-/// echo's syscall time; BENCHMARKS.md).
+/// `recv(2)`, not `read(2)`, as writes are [`send`], not `write(2)`: the socket calls skip the
+/// file layer, ~20 and ~55 ns a call here (6% of a loopback round trip's CPU; BENCHMARKS.md).
+/// Under Miri `read`: its socketpairs are not sockets to `recv` and `send` (`ENOTSOCK`).
 fn recv<B: rustix::buffer::Buffer<u8>>(fd: impl AsFd, buf: B) -> rustix::io::Result<B::Output> {
+    #[cfg(miri)]
+    return rustix::io::read(fd, buf);
+    #[cfg(not(miri))]
     rustix::net::recv(fd, buf, RecvFlags::empty()).map(|(out, _)| out)
+}
+
+/// `send(2)` with `MSG_NOSIGNAL` (a closed peer is an `EPIPE`, never a `SIGPIPE`); see [`recv`].
+fn send(fd: impl AsFd, buf: &[u8]) -> rustix::io::Result<usize> {
+    #[cfg(miri)]
+    return rustix::io::write(fd, buf);
+    #[cfg(not(miri))]
+    rustix::net::send(fd, buf, SendFlags::NOSIGNAL)
 }
 
 /// A connected stream socket registered with the current worker: a
@@ -207,7 +218,7 @@ impl<P> Stream<P> {
         }
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         let write = |fd: &_| match bufs {
-            [buf] => rustix::net::send(fd, buf, SendFlags::NOSIGNAL),
+            [buf] => send(fd, buf),
             _ => rustix::io::writev(fd, bufs),
         };
         self.source
@@ -225,9 +236,7 @@ impl<P> Stream<P> {
     /// Writes now if there is room: `WouldBlock` otherwise (then await [`Self::writable`]).
     pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
         if !self.source.uring {
-            return self.source.try_io(Direction::Write, |fd| {
-                rustix::net::send(fd, buf, SendFlags::NOSIGNAL)
-            });
+            return self.source.try_io(Direction::Write, |fd| send(fd, buf));
         }
         would_block(self.source.poll_send(None, &[IoSlice::new(buf)]))
     }
