@@ -272,13 +272,11 @@ impl<P> Stream<P> {
 
 /// A new non-blocking, close-on-exec stream socket of `family`.
 pub(super) fn socket(family: AddressFamily) -> io::Result<OwnedFd> {
-    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
-    Ok(rustix::net::socket_with(
-        family,
+    let (kind, flags) = (
         SocketType::STREAM,
-        flags,
-        None,
-    )?)
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+    );
+    Ok(rustix::net::socket_with(family, kind, flags, None)?)
 }
 
 /// A receive sink (io_uring) that copies into `buf` from its start, as much as fits.
