@@ -43,10 +43,9 @@ impl Latch {
         let _ = self
             .value
             .compare_exchange(0, value, Ordering::AcqRel, Ordering::Acquire);
+        // Woken after the lock is released: a wake may take locks of its own.
         let woken: Vec<Waker> = self.waiters().drain().collect();
-        for w in woken {
-            w.wake();
-        }
+        woken.into_iter().for_each(Waker::wake);
     }
 
     /// Ready with the value once set; else `cx`'s waker is kept in the entry `key` names (made
@@ -70,9 +69,9 @@ impl Latch {
         let Some(key) = key else { return };
         let mut waiters = self.waiters();
         if self.get() == 0 {
-            let waker = waiters.try_remove(key);
+            // The waker is dropped after the lock is released.
+            let _waker = waiters.try_remove(key);
             drop(waiters);
-            drop(waker);
         }
     }
 }
