@@ -522,7 +522,40 @@ impl ConnIo {
 
     /// Encodes the response to a request and does what follows it as far as it can without
     /// waiting. `panicked`: the handler panicked (the response is its 500).
+    ///
+    /// The usual exchange (a request without a body, answered by a 200 whose body is in
+    /// memory, and the connection stays open) has no framing to work out and no request body
+    /// to skip. It is tried first, inlined into the loop over the requests; everything else
+    /// is out of line in [`ConnIo::respond_other`], so the usual answer saves and restores
+    /// none of the registers that one needs.
+    #[inline]
     fn respond<'a, F>(
+        &'a self,
+        answering: Answering,
+        mut response: Response,
+        panicked: bool,
+    ) -> Step<'a, F> {
+        // The response's own `Connection: close` needs no check here: it is a header, and a
+        // response with any header besides `Content-Type` is not the usual one.
+        if !panicked
+            && answering.reader.is_none()
+            && answering.keep_alive
+            && !answering.is_head
+            && answering.version != Version::HTTP_10
+            && !self.worker.is_shutting_down()
+            && self.writable.get()
+        {
+            match self.encode_usual(response) {
+                Ok(()) => return self.after_request(true),
+                Err(other) => response = other,
+            }
+        }
+        self.respond_other(answering, response, panicked)
+    }
+
+    /// [`ConnIo::respond`] for any response but the usual one.
+    #[inline(never)]
+    fn respond_other<'a, F>(
         &'a self,
         answering: Answering,
         response: Response,
@@ -549,18 +582,6 @@ impl ConnIo {
         {
             keep_alive = false;
         }
-        // The usual exchange (a request without a body, answered by a 200 whose body is in
-        // memory, and the connection stays open) has no framing to work out and no request
-        // body to skip.
-        let response = match reader {
-            None if keep_alive && !is_head && version != Version::HTTP_10 => {
-                match self.encode_usual(response) {
-                    Ok(()) => return self.after_request(true),
-                    Err(response) => response,
-                }
-            }
-            _ => response,
-        };
         let (keep_alive, streamed) = self.encode_response(response, version, is_head, keep_alive);
         let after = After { reader, keep_alive };
         match streamed {
