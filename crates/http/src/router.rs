@@ -17,11 +17,9 @@ use smallvec::SmallVec;
 
 use crate::request::{Param, Params};
 use crate::response::{IntoResponse, Response};
-use crate::running::{self, Running};
+use crate::running::{Handler, Running};
 use crate::service::Service;
 use crate::Request;
-
-type Handler = Box<dyn Fn(Request) -> Running + Send + Sync>;
 
 fn boxed<H, Fut, R>(handler: H) -> Handler
 where
@@ -29,8 +27,7 @@ where
     Fut: Future<Output = R> + 'static,
     R: IntoResponse,
 {
-    let pool = running::new_pool();
-    Box::new(move |req| Running::start(pool, handler(req)))
+    Handler::new(handler)
 }
 
 /// Routes requests to handlers by method and path.
@@ -272,7 +269,7 @@ impl Router {
             return Dispatch::Status(StatusCode::METHOD_NOT_ALLOWED, Some(&endpoint.allow));
         };
         req.set_route(&endpoint.params, &self.state);
-        Dispatch::Handler(handler(req))
+        Dispatch::Handler(Running::start(handler, req))
     }
 }
 
