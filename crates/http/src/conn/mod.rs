@@ -447,6 +447,10 @@ fn start(io: &Rc<ConnIo>, parts: &mut Rc<Parts>) -> Result<(Request, Answering),
 }
 
 /// Polls a handler's future. A panic answers 500 and sets `panicked`.
+///
+/// Inlined: out of line it cost a call, and a copy of the response (112 bytes) into its
+/// return value; ~16 instructions a request.
+#[inline(always)]
 fn poll_caught(
     fut: Pin<&mut impl Future<Output = Response>>,
     cx: &mut Context<'_>,
