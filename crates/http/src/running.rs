@@ -1,6 +1,6 @@
 //! Handlers' futures in boxes reused from request to request (see [`Running`]).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -126,12 +126,16 @@ where
 }
 
 thread_local! {
-    /// Boxes of finished handler futures, each empty, for the next requests on this thread,
-    /// each with the number of the handler it is for.
+    /// The box given back last, kept apart: the next request most likely goes to the same
+    /// handler (a keep-alive client asks the same route again, a pipelined batch is often
+    /// one route), and finds it here with one comparison, no search and no `RefCell`.
+    static LAST: Cell<Option<(usize, SlotBox)>> = const { Cell::new(None) };
+    /// The other boxes of finished handler futures, each empty, for the next requests on
+    /// this thread, each with the number of the handler it is for.
     static SPARE: RefCell<Vec<(usize, SlotBox)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Most spare boxes a thread keeps (they hold their futures' size each).
+/// Most spare boxes a thread keeps besides [`LAST`] (they hold their futures' size each).
 const SPARE_MAX: usize = 64;
 
 impl Running {
@@ -139,18 +143,37 @@ impl Running {
     #[inline]
     pub(crate) fn start(handler: &Handler, req: Request) -> Running {
         let pool = handler.pool;
-        let reused = SPARE.with_borrow_mut(|spare| {
-            // The last box given back is the likeliest match: a keep-alive client tends to
-            // ask the same route again.
-            let i = spare.iter().rposition(|(p, _)| *p == pool)?;
-            Some(spare.swap_remove(i).1)
-        });
-        let mut slot = reused.unwrap_or_else(|| (handler.new_slot)());
+        let mut slot = match LAST.take() {
+            Some((p, slot)) if p == pool => slot,
+            last => Running::spare(handler, last),
+        };
         slot.start(req);
         Running {
             pool,
             slot: Some(slot),
         }
+    }
+
+    /// A box for `handler` from the spare ones, or a new one; `last` (taken out of [`LAST`],
+    /// and not for `handler`) joins the spare ones.
+    #[inline(never)]
+    fn spare(handler: &Handler, last: Option<(usize, SlotBox)>) -> SlotBox {
+        let reused = SPARE.with_borrow_mut(|spare| {
+            if let Some(last) = last {
+                give_back(spare, last);
+            }
+            // The last box given back is the likeliest match.
+            let i = spare.iter().rposition(|(p, _)| *p == handler.pool)?;
+            Some(spare.swap_remove(i).1)
+        });
+        reused.unwrap_or_else(|| (handler.new_slot)())
+    }
+}
+
+/// Keeps a spare box, if there are not too many.
+fn give_back(spare: &mut Vec<(usize, SlotBox)>, slot: (usize, SlotBox)) {
+    if spare.len() < SPARE_MAX {
+        spare.push(slot);
     }
 }
 
@@ -165,17 +188,16 @@ impl Future for Running {
 }
 
 impl Drop for Running {
-    /// Gives the box back to its pool, emptied (the future is gone once it answered, but may
-    /// still be running if the request was abandoned).
+    /// Gives the box back, emptied (the future is gone once it answered, but may still be
+    /// running if the request was abandoned), as [`LAST`]; the box that was there goes to
+    /// the other spare ones.
     fn drop(&mut self) {
         let Some(mut slot) = self.slot.take() else {
             return;
         };
         slot.clear();
-        SPARE.with_borrow_mut(|spare| {
-            if spare.len() < SPARE_MAX {
-                spare.push((self.pool, slot));
-            }
-        });
+        if let Some(before) = LAST.replace(Some((self.pool, slot))) {
+            SPARE.with_borrow_mut(|spare| give_back(spare, before));
+        }
     }
 }
