@@ -750,8 +750,18 @@ impl ConnIo {
     }
 
     /// Before writing `len` bytes: turns Nagle's algorithm off unless this is the first write
-    /// and a small one (see [`Nagle`]).
+    /// and a small one (see [`Nagle`]). Only the check is inlined: past a connection's second
+    /// write there is nothing else to do.
+    #[inline]
     fn before_write(&self, len: usize) {
+        if !matches!(self.nagle.get(), Nagle::Off) {
+            self.set_nagle(len);
+        }
+    }
+
+    /// [`ConnIo::before_write`] on the first writes of a connection.
+    #[inline(never)]
+    fn set_nagle(&self, len: usize) {
         match self.nagle.get() {
             Nagle::Off => {}
             Nagle::Untouched if len <= SMALL_FIRST_WRITE => {
