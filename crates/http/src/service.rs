@@ -1,9 +1,12 @@
 //! The server's view of an application: something that turns a request into a response.
 
+use std::fmt;
 use std::future::Future;
 
 use crate::response::{IntoResponse, Response};
-use crate::running::{self, Running};
+use std::sync::Arc;
+
+use crate::running::{Handler, Running};
 use crate::Request;
 
 /// An application the server can run: a [`Router`](crate::Router), or a single function made
@@ -42,18 +45,25 @@ where
     Fut: Future<Output = R> + 'static,
     R: IntoResponse,
 {
+    let f = Arc::new(f);
     ServiceFn {
+        handler: Arc::new(Handler::shared(f.clone())),
         f,
-        pool: running::new_pool(),
     }
 }
 
 /// See [`service_fn`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServiceFn<F> {
-    f: F,
-    /// The number tagging the spare boxes of `f`'s futures.
-    pool: usize,
+    f: Arc<F>,
+    /// `f` as the boxes of its futures call it (see [`Running`]).
+    handler: Arc<Handler>,
+}
+
+impl<F: fmt::Debug> fmt::Debug for ServiceFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServiceFn").field("f", &self.f).finish()
+    }
 }
 
 impl<F, Fut, R> Service for ServiceFn<F>
@@ -67,6 +77,6 @@ where
     }
 
     fn call_unpin(&self, req: Request) -> impl Future<Output = Response> + Unpin {
-        Running::start(self.pool, (self.f)(req))
+        Running::start(&self.handler, req)
     }
 }

@@ -188,6 +188,7 @@ impl ConnIo {
     /// Appends the usual response to a GET on a connection that stays open: a 200 with a
     /// `Content-Type`, a body in memory and nothing else, as the worker's cached head and the
     /// body. Any other response is handed back.
+    #[inline]
     pub(super) fn encode_usual(&self, response: Response) -> Result<(), Response> {
         // Taken apart whole, so that what is left to drop of the usual response is known to
         // be two `Bytes`, not a response whose every optional part has to be looked at.
