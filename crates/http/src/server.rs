@@ -32,11 +32,7 @@ use crate::service::Service;
 /// Spare buffers a worker keeps for connections to reuse, of each kind (read, write): in its
 /// pools, or left with idle keep-alive connections (see [`Worker::keep_idle_buffers`]); one
 /// budget for both, so keeping them idle costs no memory the pools would not hold anyway.
-/// 96 pairs are under 1 MiB a worker; each kept read buffer costs about a page of resident
-/// memory, so the budget is what an idle keep-alive connection costs on average: 0.94 KiB
-/// over 5,000 of them with 96, 1.11 KiB with 256 (BENCHMARKS.md, idle-memory). Connections
-/// past the budget give their buffers back when idle, ~130 instructions a request.
-const POOL_SIZE: usize = 96;
+const POOL_SIZE: usize = 256;
 pub(crate) const READ_BUF: usize = 8 * 1024;
 
 /// An HTTP/1.x and HTTP/2 server, over cleartext or TLS.
