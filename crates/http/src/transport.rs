@@ -81,6 +81,19 @@ impl Transport {
         }
     }
 
+    /// [`Transport::poll_write`] for the last bytes before the connection closes (see
+    /// `Stream::poll_write_last`: on plain TCP the FIN then goes in the same segment).
+    pub(crate) fn poll_write_last(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self {
+            Transport::Tcp(s) => s.poll_write_last(cx, buf),
+            _ => self.poll_write(cx, buf),
+        }
+    }
+
     /// Sends what the TLS session still holds (nothing to do for plain TCP).
     #[inline]
     pub(crate) fn poll_flush(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -79,6 +79,9 @@ pub(crate) struct ConnIo {
     /// Has been idle before: a connection that came back is the kind that may keep its
     /// buffers while idle ([`ConnIo::park_buffers`]).
     returning: Cell<bool>,
+    /// The connection closes once what is being written is out: the last write goes with the
+    /// FIN ([`Transport::poll_write_last`]).
+    closing: Cell<bool>,
 }
 
 /// Where a connection stands with Nagle's algorithm.
@@ -127,6 +130,7 @@ pub(crate) fn new_conn(stream: Transport, remote: SocketAddr, worker: Rc<Worker>
         h2_possible,
         kept_buffers: Cell::new(false),
         returning: Cell::new(false),
+        closing: Cell::new(false),
     })
 }
 
@@ -515,12 +519,14 @@ impl ConnIo {
                     }
                 }
                 Wait::Flush(next) => {
+                    self.closing.set(matches!(next, Next::Close));
                     return match self.flush().await {
                         true => next,
                         false => Next::Close,
                     };
                 }
                 Wait::FlushRest(written, next) => {
+                    self.closing.set(matches!(next, Next::Close));
                     return match self.flush_from(written).await {
                         true => next,
                         false => Next::Close,
@@ -728,6 +734,7 @@ impl ConnIo {
         let mut ok = self.writable.get();
         if len > 0 && ok {
             self.before_write(len);
+            self.closing.set(matches!(next, Next::Close));
             let mut written = 0;
             match self.poll_write_out(cx, &self.write_buf.borrow(), &mut written) {
                 Poll::Ready(done) => ok = done,
@@ -790,7 +797,12 @@ impl ConnIo {
             if *written == bytes.len() {
                 break ready!(self.stream.poll_flush(cx)).is_ok();
             }
-            match self.stream.poll_write(cx, &bytes[*written..]) {
+            let rest = &bytes[*written..];
+            let sent = match self.closing.get() {
+                true => self.stream.poll_write_last(cx, rest),
+                false => self.stream.poll_write(cx, rest),
+            };
+            match sent {
                 Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => break false,
                 Poll::Ready(Ok(n)) => *written += n,
                 Poll::Pending => return Poll::Pending,
