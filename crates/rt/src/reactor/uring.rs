@@ -36,7 +36,7 @@ use rustix::event::epoll::EventFlags;
 use rustix::event::PollFlags;
 use rustix::io::Errno;
 use rustix::net::addr::{SocketAddrLen, SocketAddrStorage};
-use rustix::net::SocketAddrAny;
+use rustix::net::{SendFlags, SocketAddrAny};
 use slab::Slab;
 
 use super::{shutdown, Direction, Kind, Notifier, Readiness, READABLE, WRITABLE};
@@ -629,8 +629,12 @@ impl State {
             }
             let rest = &slot.sending[slot.sent..];
             let len = rest.len().min(u32::MAX as usize) as u32;
+            let mut flags = SendFlags::NOSIGNAL;
+            if slot.shutdown_write {
+                flags |= SendFlags::MORE; // held for the shutdown: they leave with the FIN
+            }
             let sqe = opcode::Send::new(types::Fd(slot.fd), rest.as_ptr(), len)
-                .flags(rustix::net::SendFlags::NOSIGNAL.bits() as i32)
+                .flags(flags.bits() as i32)
                 .build();
             // SAFETY: `sending` is neither touched nor dropped while the send is armed: writes
             // go to `unsent`, and the slot outlives its operations (`maybe_close`, `Drop`).
