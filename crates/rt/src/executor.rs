@@ -293,9 +293,7 @@ impl Core {
         self.shared.notified.store(false, Ordering::Release);
         let inbox = std::mem::take(&mut *self.shared.lock_inbox());
         self.run_queue.borrow_mut().extend(inbox.wakes);
-        for spawn in inbox.spawns {
-            spawn();
-        }
+        inbox.spawns.into_iter().for_each(|spawn| spawn());
     }
 
     /// Drives tasks, I/O and timers until `done` says the main task finished.

@@ -139,11 +139,7 @@ impl Runtime {
         Fut: Future,
         Fut::Output: Send,
     {
-        let cpus = if self.pin_to_cores {
-            allowed_cpus()
-        } else {
-            Vec::new()
-        };
+        let cpus = self.pin_to_cores.then(allowed_cpus).unwrap_or_default();
         let f = &f;
         std::thread::scope(|scope| {
             let threads: Vec<_> = self

@@ -202,9 +202,7 @@ impl Readiness {
 /// no reactor borrow held: waking a task (or dropping the last reference to one, and with it its
 /// sockets) can reach the reactor again.
 fn wake_all(mut wakers: Vec<Waker>) -> Vec<Waker> {
-    for w in wakers.drain(..) {
-        w.wake();
-    }
+    wakers.drain(..).for_each(Waker::wake);
     wakers
 }
 
