@@ -66,10 +66,10 @@ const CQ_ENTRIES: u32 = 8192;
 const OP_POLL: u64 = 0;
 const OP_RECV: u64 = 1;
 const OP_SEND: u64 = 2;
-/// Cancellations and closes: their completions are not counted or handled.
-const OP_CANCEL: u64 = 3;
-const OP_CLOSE: u64 = 4;
-const OP_ACCEPT: u64 = 5;
+const OP_ACCEPT: u64 = 3;
+/// Cancellations and closes (from here on): their completions are not counted or handled.
+const OP_CANCEL: u64 = 4;
+const OP_CLOSE: u64 = 5;
 const NOTIFIER_TOKEN: u64 = u64::MAX >> 3;
 
 fn user_data(token: usize, op: u64) -> u64 {
@@ -259,6 +259,7 @@ impl Reactor {
         drop(io); // wakers dropped last
     }
 
+    #[inline] // into `Source::poll_ready_on`: twice per request of a keep-alive server
     pub(crate) fn poll_ready(&self, token: usize, dir: Direction, cx: &Context<'_>) -> Poll<()> {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
@@ -267,19 +268,18 @@ impl Reactor {
             (Kind::Readiness, _) => slot.io.is_ready(dir),
             (Kind::Acceptor, _) => !slot.accepted.is_empty(),
             (Kind::Stream, Direction::Read) => {
-                let ready = slot.has_data() || (slot.starved && slot.io.ready & READABLE != 0);
-                // Nearly always armed (and never while starved): no call on the common path.
-                if !ready && !slot.armed(OP_RECV) {
-                    st.arm_read(token);
-                }
-                ready
+                slot.has_data() || (slot.starved && slot.io.ready & READABLE != 0)
             }
             (Kind::Stream, Direction::Write) => slot.writable(),
         };
         if ready {
             return Poll::Ready(());
         }
-        st.sources[token].io.wait(dir, cx);
+        slot.io.wait(dir, cx);
+        // Nearly always armed (and never while starved): no call on the common path.
+        if slot.kind == Kind::Stream && dir == Direction::Read && !slot.armed(OP_RECV) {
+            st.arm_read(token);
+        }
         Poll::Pending
     }
 
@@ -337,7 +337,8 @@ impl Reactor {
                         return Poll::Ready(result);
                     }
                 }
-                None => st.arm_read(token),
+                None if !slot.armed(OP_RECV) => st.arm_recv(token),
+                None => {}
             }
             if let Some(cx) = cx {
                 st.sources[token].io.wait(Direction::Read, cx);
@@ -669,7 +670,7 @@ impl State {
 
     fn complete_one(&mut self, data: u64, result: i32, flags: u32) {
         let (token, op) = ((data >> 3) as usize, data & 7);
-        if op == OP_CANCEL || op == OP_CLOSE {
+        if op >= OP_CANCEL {
             return;
         }
         let last = !cqueue::more(flags);
