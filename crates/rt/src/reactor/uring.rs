@@ -101,7 +101,8 @@ struct Slot {
     /// sends.
     io: Readiness,
     /// The operations submitted (or queued) whose last completion has not arrived, one bit per
-    /// `OP_*`: each is in flight at most once, and the slot is freed when none is.
+    /// `OP_*`: each is in flight at most once, and the slot is freed when none is. A send's bit
+    /// is set when the stream is listed in `State::to_send`, before its entry is made.
     armed: u8,
     /// A cancellation of the receive is on its way.
     recv_cancelling: bool,
@@ -118,8 +119,6 @@ struct Slot {
     /// Bytes the kernel is sending from offset `sent`: untouched while a send is armed.
     sending: Vec<u8>,
     sent: usize,
-    /// Listed in `State::to_send`.
-    send_queued: bool,
     send_error: Option<i32>,
     /// `shutdown(Write)` asked for while bytes were queued: done once they are sent.
     shutdown_write: bool,
@@ -236,8 +235,7 @@ impl Reactor {
     }
 
     pub(crate) fn deregister(&self, token: usize, fd: OwnedFd) {
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
+        let st = &mut *self.state.borrow_mut();
         let slot = &mut st.sources[token];
         if slot.kind != Kind::Stream {
             // A listener: its poll or accept holds the socket open until the cancellation is
@@ -261,8 +259,7 @@ impl Reactor {
 
     #[inline] // into `Source::poll_ready_on`: twice per request of a keep-alive server
     pub(crate) fn poll_ready(&self, token: usize, dir: Direction, cx: &Context<'_>) -> Poll<()> {
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
+        let st = &mut *self.state.borrow_mut();
         let slot = &mut st.sources[token];
         let ready = match (slot.kind, dir) {
             (Kind::Readiness, _) => slot.io.is_ready(dir),
@@ -318,8 +315,7 @@ impl Reactor {
         cx: Option<&Context<'_>>,
         sink: &mut impl FnMut(&[u8]) -> usize,
     ) -> Poll<io::Result<usize>> {
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
+        let st = &mut *self.state.borrow_mut();
         let slot = &mut st.sources[token];
         if !slot.spill.is_empty() {
             let n = sink(&slot.spill);
@@ -337,8 +333,7 @@ impl Reactor {
                         return Poll::Ready(result);
                     }
                 }
-                None if !slot.armed(OP_RECV) => st.arm_recv(token),
-                None => {}
+                None => st.arm_read(token),
             }
             if let Some(cx) = cx {
                 st.sources[token].io.wait(Direction::Read, cx);
@@ -365,8 +360,7 @@ impl Reactor {
         cx: Option<&Context<'_>>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
+        let st = &mut *self.state.borrow_mut();
         let slot = &mut st.sources[token];
         if !slot.writable() {
             if let Some(cx) = cx {
@@ -386,8 +380,8 @@ impl Reactor {
             slot.unsent.extend_from_slice(&buf[..take]);
         }
         let n = slot.unsent.len() - before;
-        if n > 0 && !slot.armed(OP_SEND) && !slot.send_queued {
-            slot.send_queued = true;
+        if n > 0 && !slot.armed(OP_SEND) {
+            slot.armed |= 1 << OP_SEND;
             st.to_send.push(token);
         }
         Poll::Ready(Ok(n))
@@ -567,6 +561,7 @@ impl State {
 
     /// Arms what tells a waiting reader that data came, unless it is armed: a poll on a starved
     /// stream, else the receive.
+    #[inline] // into `poll_recv`, whose every wait finds the receive armed
     fn arm_read(&mut self, token: usize) {
         let slot = &self.sources[token];
         if slot.starved && !slot.armed(OP_POLL) {
@@ -618,11 +613,8 @@ impl State {
     fn start_sends(&mut self) {
         let mut to_send = std::mem::take(&mut self.to_send);
         for token in to_send.drain(..) {
+            // Listed once (with its send bit set, `poll_send`), with bytes to send and no error.
             let slot = &mut self.sources[token];
-            slot.send_queued = false;
-            if slot.armed(OP_SEND) || slot.send_error.is_some() || slot.queued() == 0 {
-                continue;
-            }
             if slot.sent == slot.sending.len() {
                 slot.sending.clear();
                 slot.sent = 0;
@@ -641,7 +633,7 @@ impl State {
     }
 
     fn rearm_starved(&mut self) {
-        if self.starved.is_empty() || self.bufs.free() < REARM_FREE {
+        if self.starved.is_empty() || BUF_ENTRIES as usize - self.bufs.lent < REARM_FREE {
             return;
         }
         for token in std::mem::take(&mut self.starved) {
@@ -746,7 +738,7 @@ impl State {
                 } else {
                     slot.sent += result as usize;
                     if slot.sent < slot.sending.len() || !slot.unsent.is_empty() {
-                        slot.send_queued = true;
+                        slot.armed |= 1 << OP_SEND;
                         self.to_send.push(token);
                     } else if slot.shutdown_write {
                         // SAFETY: the slot's descriptor is open until `maybe_close` closes it.
@@ -785,7 +777,7 @@ impl State {
     /// Frees a dropped slot (closing its descriptor) once nothing on it is in flight or queued.
     fn maybe_close(&mut self, token: usize) {
         let slot = &self.sources[token];
-        if slot.owned.is_some() && slot.armed == 0 && !slot.send_queued {
+        if slot.owned.is_some() && slot.armed == 0 {
             let slot = self.sources.remove(token);
             if let Some(fd) = slot.owned {
                 // Closed by the ring with the next submit: one syscall fewer per connection.
