@@ -317,11 +317,12 @@ impl Reactor {
     ) -> Poll<io::Result<usize>> {
         let st = &mut *self.state.borrow_mut();
         let slot = &mut st.sources[token];
+        let mut total = 0;
         if !slot.spill.is_empty() {
-            let n = sink(&slot.spill);
-            slot.spill.drain(..n);
+            total = sink(&slot.spill);
+            slot.spill.drain(..total);
             if !slot.spill.is_empty() || slot.received.len == 0 {
-                return Poll::Ready(Ok(n));
+                return Poll::Ready(Ok(total));
             }
         }
         if slot.received.len == 0 {
@@ -340,7 +341,6 @@ impl Reactor {
             }
             return Poll::Pending;
         }
-        let mut total = 0;
         while let Some(bytes) = st.bufs.front(&slot.received) {
             let (len, n) = (bytes.len(), sink(bytes));
             total += n;
