@@ -66,10 +66,10 @@ const CQ_ENTRIES: u32 = 8192;
 const OP_POLL: u64 = 0;
 const OP_RECV: u64 = 1;
 const OP_SEND: u64 = 2;
-/// Cancellations and closes: their completions are not counted or handled.
-const OP_CANCEL: u64 = 3;
-const OP_CLOSE: u64 = 4;
-const OP_ACCEPT: u64 = 5;
+const OP_ACCEPT: u64 = 3;
+/// Cancellations and closes (from here on): their completions are not counted or handled.
+const OP_CANCEL: u64 = 4;
+const OP_CLOSE: u64 = 5;
 const NOTIFIER_TOKEN: u64 = u64::MAX >> 3;
 
 fn user_data(token: usize, op: u64) -> u64 {
@@ -101,7 +101,8 @@ struct Slot {
     /// sends.
     io: Readiness,
     /// The operations submitted (or queued) whose last completion has not arrived, one bit per
-    /// `OP_*`: each is in flight at most once, and the slot is freed when none is.
+    /// `OP_*`: each is in flight at most once, and the slot is freed when none is. A send's bit
+    /// is set when the stream is listed in `State::to_send`, before its entry is made.
     armed: u8,
     /// A cancellation of the receive is on its way.
     recv_cancelling: bool,
@@ -118,8 +119,6 @@ struct Slot {
     /// Bytes the kernel is sending from offset `sent`: untouched while a send is armed.
     sending: Vec<u8>,
     sent: usize,
-    /// Listed in `State::to_send`.
-    send_queued: bool,
     send_error: Option<i32>,
     /// `shutdown(Write)` asked for while bytes were queued: done once they are sent.
     shutdown_write: bool,
@@ -236,8 +235,7 @@ impl Reactor {
     }
 
     pub(crate) fn deregister(&self, token: usize, fd: OwnedFd) {
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
+        let st = &mut *self.state.borrow_mut();
         let slot = &mut st.sources[token];
         if slot.kind != Kind::Stream {
             // A listener: its poll or accept holds the socket open until the cancellation is
@@ -259,27 +257,26 @@ impl Reactor {
         drop(io); // wakers dropped last
     }
 
+    #[inline] // into `Source::poll_ready_on`: twice per request of a keep-alive server
     pub(crate) fn poll_ready(&self, token: usize, dir: Direction, cx: &Context<'_>) -> Poll<()> {
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
+        let st = &mut *self.state.borrow_mut();
         let slot = &mut st.sources[token];
         let ready = match (slot.kind, dir) {
             (Kind::Readiness, _) => slot.io.is_ready(dir),
             (Kind::Acceptor, _) => !slot.accepted.is_empty(),
             (Kind::Stream, Direction::Read) => {
-                let ready = slot.has_data() || (slot.starved && slot.io.ready & READABLE != 0);
-                // Nearly always armed (and never while starved): no call on the common path.
-                if !ready && !slot.armed(OP_RECV) {
-                    st.arm_read(token);
-                }
-                ready
+                slot.has_data() || (slot.starved && slot.io.ready & READABLE != 0)
             }
             (Kind::Stream, Direction::Write) => slot.writable(),
         };
         if ready {
             return Poll::Ready(());
         }
-        st.sources[token].io.wait(dir, cx);
+        slot.io.wait(dir, cx);
+        // Nearly always armed (and never while starved): no call on the common path.
+        if slot.kind == Kind::Stream && dir == Direction::Read && !slot.armed(OP_RECV) {
+            st.arm_read(token);
+        }
         Poll::Pending
     }
 
@@ -318,14 +315,14 @@ impl Reactor {
         cx: Option<&Context<'_>>,
         sink: &mut impl FnMut(&[u8]) -> usize,
     ) -> Poll<io::Result<usize>> {
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
+        let st = &mut *self.state.borrow_mut();
         let slot = &mut st.sources[token];
+        let mut total = 0;
         if !slot.spill.is_empty() {
-            let n = sink(&slot.spill);
-            slot.spill.drain(..n);
+            total = sink(&slot.spill);
+            slot.spill.drain(..total);
             if !slot.spill.is_empty() || slot.received.len == 0 {
-                return Poll::Ready(Ok(n));
+                return Poll::Ready(Ok(total));
             }
         }
         if slot.received.len == 0 {
@@ -344,7 +341,6 @@ impl Reactor {
             }
             return Poll::Pending;
         }
-        let mut total = 0;
         while let Some(bytes) = st.bufs.front(&slot.received) {
             let (len, n) = (bytes.len(), sink(bytes));
             total += n;
@@ -364,8 +360,7 @@ impl Reactor {
         cx: Option<&Context<'_>>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
+        let st = &mut *self.state.borrow_mut();
         let slot = &mut st.sources[token];
         if !slot.writable() {
             if let Some(cx) = cx {
@@ -385,8 +380,8 @@ impl Reactor {
             slot.unsent.extend_from_slice(&buf[..take]);
         }
         let n = slot.unsent.len() - before;
-        if n > 0 && !slot.armed(OP_SEND) && !slot.send_queued {
-            slot.send_queued = true;
+        if n > 0 && !slot.armed(OP_SEND) {
+            slot.armed |= 1 << OP_SEND;
             st.to_send.push(token);
         }
         Poll::Ready(Ok(n))
@@ -566,6 +561,7 @@ impl State {
 
     /// Arms what tells a waiting reader that data came, unless it is armed: a poll on a starved
     /// stream, else the receive.
+    #[inline] // into `poll_recv`, whose every wait finds the receive armed
     fn arm_read(&mut self, token: usize) {
         let slot = &self.sources[token];
         if slot.starved && !slot.armed(OP_POLL) {
@@ -617,11 +613,8 @@ impl State {
     fn start_sends(&mut self) {
         let mut to_send = std::mem::take(&mut self.to_send);
         for token in to_send.drain(..) {
+            // Listed once (with its send bit set, `poll_send`), with bytes to send and no error.
             let slot = &mut self.sources[token];
-            slot.send_queued = false;
-            if slot.armed(OP_SEND) || slot.send_error.is_some() || slot.queued() == 0 {
-                continue;
-            }
             if slot.sent == slot.sending.len() {
                 slot.sending.clear();
                 slot.sent = 0;
@@ -644,7 +637,7 @@ impl State {
     }
 
     fn rearm_starved(&mut self) {
-        if self.starved.is_empty() || self.bufs.free() < REARM_FREE {
+        if self.starved.is_empty() || BUF_ENTRIES as usize - self.bufs.lent < REARM_FREE {
             return;
         }
         for token in std::mem::take(&mut self.starved) {
@@ -673,7 +666,7 @@ impl State {
 
     fn complete_one(&mut self, data: u64, result: i32, flags: u32) {
         let (token, op) = ((data >> 3) as usize, data & 7);
-        if op == OP_CANCEL || op == OP_CLOSE {
+        if op >= OP_CANCEL {
             return;
         }
         let last = !cqueue::more(flags);
@@ -749,7 +742,7 @@ impl State {
                 } else {
                     slot.sent += result as usize;
                     if slot.sent < slot.sending.len() || !slot.unsent.is_empty() {
-                        slot.send_queued = true;
+                        slot.armed |= 1 << OP_SEND;
                         self.to_send.push(token);
                     } else if slot.shutdown_write {
                         // SAFETY: the slot's descriptor is open until `maybe_close` closes it.
@@ -788,7 +781,7 @@ impl State {
     /// Frees a dropped slot (closing its descriptor) once nothing on it is in flight or queued.
     fn maybe_close(&mut self, token: usize) {
         let slot = &self.sources[token];
-        if slot.owned.is_some() && slot.armed == 0 && !slot.send_queued {
+        if slot.owned.is_some() && slot.armed == 0 {
             let slot = self.sources.remove(token);
             if let Some(fd) = slot.owned {
                 // Closed by the ring with the next submit: one syscall fewer per connection.

@@ -47,15 +47,15 @@ pub(super) struct RingEntry {
     resv: u16,
 }
 
-const RING_LAYOUT: Layout =
-    match Layout::from_size_align(BUF_ENTRIES as usize * size_of::<RingEntry>(), 4096) {
-        Ok(l) => l,
-        Err(_) => panic!("bad ring layout"),
-    };
-const BUFS_LAYOUT: Layout = match Layout::from_size_align(BUF_ENTRIES as usize * BUF_SIZE, 4096) {
-    Ok(l) => l,
-    Err(_) => panic!("bad buffer layout"),
-};
+const RING_LAYOUT: Layout = page_aligned(BUF_ENTRIES as usize * size_of::<RingEntry>());
+const BUFS_LAYOUT: Layout = page_aligned(BUF_ENTRIES as usize * BUF_SIZE);
+
+const fn page_aligned(size: usize) -> Layout {
+    match Layout::from_size_align(size, 4096) {
+        Ok(layout) => layout,
+        Err(_) => panic!("bad layout"),
+    }
+}
 
 impl BufRing {
     pub(super) fn new() -> BufRing {
@@ -137,10 +137,6 @@ impl BufRing {
         // kernel, which reads it with acquire semantics; it is only accessed atomically here.
         let tail = unsafe { AtomicU16::from_ptr(&raw mut (*self.ring.as_ptr()).resv) };
         tail.store(self.tail, Ordering::Release);
-    }
-
-    pub(super) fn free(&self) -> usize {
-        BUF_ENTRIES as usize - self.lent
     }
 }
 
