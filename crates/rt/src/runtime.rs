@@ -200,12 +200,10 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 }
 
 fn allowed_cpus() -> Vec<usize> {
-    match rustix::thread::sched_getaffinity(None) {
-        Ok(set) => (0..rustix::thread::CpuSet::MAX_CPU)
-            .filter(|&cpu| set.is_set(cpu))
-            .collect(),
-        Err(_) => Vec::new(),
-    }
+    let set = rustix::thread::sched_getaffinity(None).unwrap_or_default(); // none on error
+    (0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&cpu| set.is_set(cpu))
+        .collect()
 }
 
 fn pin_current_thread(cpu: usize) {

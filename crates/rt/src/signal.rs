@@ -87,9 +87,7 @@ fn install() {
         std::thread::Builder::new()
             .name("volt-signals".into())
             .spawn(move || {
-                for signal in signals.forever() {
-                    RECEIVED.set(signal);
-                }
+                signals.forever().for_each(|signal| RECEIVED.set(signal));
             })
             .expect("spawning the signal thread");
     });

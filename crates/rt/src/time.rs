@@ -73,6 +73,7 @@ pub fn now() -> Instant {
 }
 
 /// A future that completes at a deadline. Created by [`sleep`] and [`sleep_until`].
+#[derive(Debug)]
 pub struct Sleep {
     deadline: Instant,
     /// The timer-map entry while registered, with the identity of the waker it holds: a poll
@@ -133,7 +134,7 @@ impl Sleep {
 /// What [`Waker::will_wake`] compares: the data pointer and the vtable. Comparing a
 /// registered entry's id is sound because the map holds a clone of that waker, so its task
 /// cannot be freed and its address reused while the entry exists.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct WakerId(*const (), *const RawWakerVTable);
 
 impl WakerId {
@@ -168,14 +169,6 @@ impl Future for Sleep {
 impl Drop for Sleep {
     fn drop(&mut self) {
         self.unregister();
-    }
-}
-
-impl fmt::Debug for Sleep {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sleep")
-            .field("deadline", &self.deadline)
-            .finish()
     }
 }
 

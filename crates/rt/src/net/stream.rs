@@ -195,11 +195,6 @@ impl<P> Stream<P> {
         self.source.poll_ready(cx, Direction::Read)
     }
 
-    /// Polls until a write may make progress (see [`Self::writable`]).
-    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
-        self.source.poll_ready(cx, Direction::Write)
-    }
-
     /// Polls a write of `buf`.
     pub fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         self.poll_write_vectored(cx, &[IoSlice::new(buf)])

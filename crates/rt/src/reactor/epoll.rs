@@ -143,11 +143,8 @@ impl Reactor {
         });
         let mut events = self.events.borrow_mut();
         events.clear();
-        match epoll::wait(
-            &self.epoll,
-            rustix::buffer::spare_capacity(&mut *events),
-            timeout.as_ref(),
-        ) {
+        let spare = rustix::buffer::spare_capacity(&mut *events);
+        match epoll::wait(&self.epoll, spare, timeout.as_ref()) {
             Ok(_) => {}
             Err(rustix::io::Errno::INTR) => return false,
             Err(e) => panic!("epoll_wait failed: {e}"),
