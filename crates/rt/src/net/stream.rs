@@ -288,10 +288,8 @@ impl<P> Stream<P> {
 
 /// A new non-blocking, close-on-exec stream socket of `family`.
 pub(super) fn socket(family: AddressFamily) -> io::Result<OwnedFd> {
-    let (kind, flags) = (
-        SocketType::STREAM,
-        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
-    );
+    let kind = SocketType::STREAM;
+    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
     Ok(rustix::net::socket_with(family, kind, flags, None)?)
 }
 

@@ -98,7 +98,7 @@ fn to_std_addr(addr: rustix::net::SocketAddrAny) -> io::Result<SocketAddr> {
     SocketAddr::try_from(addr).map_err(|_| io::Error::other("not an IP socket address"))
 }
 
-/// Makes the listening socket `listener` (a [`TcpListener`] or a std one) hand over a
+/// Makes a listening socket (a std one, as [`ListenOptions::bind_std`] gives) hand over a
 /// connection only once the client has sent something, or about `wait` after the handshake if
 /// it sends nothing (`TCP_DEFER_ACCEPT`, Linux); `None` hands over every connection at once.
 /// For protocols where the client speaks first, such as HTTP: the accept then finds the
