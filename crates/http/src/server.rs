@@ -293,7 +293,7 @@ pub(crate) struct Worker {
     closed_waiter: RefCell<Option<Waker>>,
     read_pool: RefCell<Vec<BytesMut>>,
     write_pool: RefCell<Vec<Vec<u8>>>,
-    /// Idle connections holding their buffers (at most [`IDLE_KEEP`]).
+    /// Idle connections holding their buffers (with the pooled ones, at most [`POOL_SIZE`]).
     idle_with_buffers: Cell<usize>,
 }
 

@@ -15,14 +15,14 @@
 //! body. Everything runs on one worker thread, so `RefCell`s suffice; no borrow is held across
 //! an `.await`.
 
-use std::cell::{Cell, Ref, RefCell};
+use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
@@ -30,7 +30,6 @@ use http::{Method, StatusCode, Version};
 use volt_proto::{BodyKind, ParseError};
 use volt_rt::time::{sleep_until, Sleep};
 
-use crate::body::Trailers;
 use crate::request::{Parts, RequestBody};
 use crate::response::{IntoResponse, Response};
 use crate::server::{Worker, READ_BUF};
@@ -40,15 +39,12 @@ use crate::{Error, Request};
 
 mod encode;
 mod reader;
+mod write;
 
-use encode::{write_chunk_size, Framing};
+use write::{Nagle, FLUSH_AT};
 
 pub(crate) use reader::BodyReader;
 
-/// Responses are flushed early once the write buffer holds this much.
-const FLUSH_AT: usize = 64 * 1024;
-/// Stream chunks at least this large are written directly instead of copied.
-const DIRECT_WRITE: usize = 16 * 1024;
 /// Least free space in the read buffer before a read.
 const MIN_READ: usize = 4 * 1024;
 /// Least capacity of a write buffer taken for a response.
@@ -79,31 +75,7 @@ pub(crate) struct ConnIo {
     /// Has been idle before: a connection that came back is the kind that may keep its
     /// buffers while idle ([`ConnIo::park_buffers`]).
     returning: Cell<bool>,
-    /// The connection closes once what is being written is out: the last write goes with the
-    /// FIN ([`Transport::poll_write_last`]).
-    closing: Cell<bool>,
 }
-
-/// Where a connection stands with Nagle's algorithm.
-///
-/// Nagle holds back a small segment only while earlier data is unacknowledged, so a
-/// connection's first write goes out at once whatever the setting. `TCP_NODELAY` is therefore
-/// set just before the second write (or before a first write large enough to span several
-/// segments), not on accept: a connection that answers one request and closes (`ab` without
-/// `-k`, HTTP/1.0 clients) saves the `setsockopt`, as nginx does.
-#[derive(Clone, Copy)]
-enum Nagle {
-    /// Nothing written yet.
-    Untouched,
-    /// One small write made; Nagle still on.
-    FirstWriteDone,
-    /// `TCP_NODELAY` set (or setting it failed; it is not retried).
-    Off,
-}
-
-/// A first write up to this size goes out before `TCP_NODELAY` is set (one segment on any
-/// usual path MTU).
-const SMALL_FIRST_WRITE: usize = 1200;
 
 /// What the connection does after a response.
 enum Next {
@@ -130,7 +102,6 @@ pub(crate) fn new_conn(stream: Transport, remote: SocketAddr, worker: Rc<Worker>
         h2_possible,
         kept_buffers: Cell::new(false),
         returning: Cell::new(false),
-        closing: Cell::new(false),
     })
 }
 
@@ -201,7 +172,7 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usi
                     io.respond_error(e);
                     // Boxed: this rare path would otherwise add a write future's size to
                     // every idle connection.
-                    Box::pin(io.flush()).await;
+                    Box::pin(io.flush(true)).await;
                 }
                 return;
             }
@@ -501,7 +472,7 @@ impl ConnIo {
                 Wait::Handler(mut fut, answering) => {
                     // The answers before this one go out first: a handler that waits does not
                     // hold them back. (If that fails, the response below closes.)
-                    self.flush().await;
+                    self.flush(false).await;
                     let mut panicked = false;
                     let response =
                         poll_fn(|cx| poll_caught(Pin::new(&mut fut), cx, &mut panicked)).await;
@@ -519,15 +490,14 @@ impl ConnIo {
                     }
                 }
                 Wait::Flush(next) => {
-                    self.closing.set(matches!(next, Next::Close));
-                    return match self.flush().await {
+                    return match self.flush(matches!(next, Next::Close)).await {
                         true => next,
                         false => Next::Close,
                     };
                 }
                 Wait::FlushRest(written, next) => {
-                    self.closing.set(matches!(next, Next::Close));
-                    return match self.flush_from(written).await {
+                    let last = matches!(next, Next::Close);
+                    return match self.flush_from(written, last).await {
                         true => next,
                         false => Next::Close,
                     };
@@ -701,205 +671,6 @@ impl ConnIo {
             Some(Ok(n)) => Ok(n),
             Some(Err(_)) => Err(ReadError::Io),
             None => Err(ReadError::Timeout),
-        }
-    }
-
-    /// Writes the write buffer out. False if the connection failed or timed out.
-    async fn flush(&self) -> bool {
-        let len = self.write_buf.borrow().len();
-        if len == 0 {
-            return self.writable.get();
-        }
-        self.before_write(len);
-        self.flush_from(0).await
-    }
-
-    /// Writes the write buffer out from byte `written` on (the bytes before went already).
-    async fn flush_from(&self, written: usize) -> bool {
-        // The buffer is borrowed only inside each poll; nothing appends to it meanwhile (the
-        // connection's one task is here).
-        let ok = self.writable.get()
-            && self
-                .write_from(|| Ref::map(self.write_buf.borrow(), Vec::as_slice), written)
-                .await;
-        self.write_buf.borrow_mut().clear();
-        ok
-    }
-
-    /// Ends a pass over the read buffer ([`answer_ready`]) that answered everything it could,
-    /// then goes on as `next` says: writes the answers out if the socket takes them now, else
-    /// leaves the rest to [`ConnIo::resume`].
-    fn write_now<'a, F>(&self, next: Next, cx: &mut Context<'_>) -> Step<'a, F> {
-        let len = self.write_buf.borrow().len();
-        let mut ok = self.writable.get();
-        if len > 0 && ok {
-            self.before_write(len);
-            self.closing.set(matches!(next, Next::Close));
-            let mut written = 0;
-            match self.poll_write_out(cx, &self.write_buf.borrow(), &mut written) {
-                Poll::Ready(done) => ok = done,
-                Poll::Pending => return Step::Wait(Wait::FlushRest(written, next)),
-            }
-        }
-        self.write_buf.borrow_mut().clear();
-        Step::Done(if ok { next } else { Next::Close })
-    }
-
-    /// Closes a TLS session cleanly (see [`Transport::poll_close`]), unless writing already
-    /// failed; bounded by the write timeout.
-    pub(crate) async fn close(&self) {
-        if self.writable.get() {
-            let deadline = Instant::now() + self.worker.config.write_timeout;
-            self.until(deadline, |cx| self.stream.poll_close(cx)).await;
-        }
-    }
-
-    /// Writes `bytes` out. False if the connection failed or timed out.
-    fn write_all<'a>(&'a self, bytes: &'a [u8]) -> impl Future<Output = bool> + 'a {
-        self.before_write(bytes.len());
-        self.write_from(move || bytes, 0)
-    }
-
-    /// Before writing `len` bytes: turns Nagle's algorithm off unless this is the first write
-    /// and a small one (see [`Nagle`]). Only the check is inlined: past a connection's second
-    /// write there is nothing else to do.
-    #[inline]
-    fn before_write(&self, len: usize) {
-        if !matches!(self.nagle.get(), Nagle::Off) {
-            self.set_nagle(len);
-        }
-    }
-
-    /// [`ConnIo::before_write`] on the first writes of a connection.
-    #[inline(never)]
-    fn set_nagle(&self, len: usize) {
-        match self.nagle.get() {
-            Nagle::Off => {}
-            Nagle::Untouched if len <= SMALL_FIRST_WRITE => {
-                self.nagle.set(Nagle::FirstWriteDone);
-            }
-            Nagle::Untouched | Nagle::FirstWriteDone => {
-                let _ = self.stream.set_nodelay(true);
-                self.nagle.set(Nagle::Off);
-            }
-        }
-    }
-
-    /// Writes `bytes[*written..]` until all of it went (then sends what TLS holds) or the
-    /// socket takes no more. `Ready(false)`, and the connection is finished, if writing failed.
-    fn poll_write_out(
-        &self,
-        cx: &mut Context<'_>,
-        bytes: &[u8],
-        written: &mut usize,
-    ) -> Poll<bool> {
-        let result = loop {
-            if *written == bytes.len() {
-                break ready!(self.stream.poll_flush(cx)).is_ok();
-            }
-            let rest = &bytes[*written..];
-            let sent = match self.closing.get() {
-                true => self.stream.poll_write_last(cx, rest),
-                false => self.stream.poll_write(cx, rest),
-            };
-            match sent {
-                Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => break false,
-                Poll::Ready(Ok(n)) => *written += n,
-                Poll::Pending => return Poll::Pending,
-            }
-        };
-        if !result {
-            self.writable.set(false);
-        }
-        Poll::Ready(result)
-    }
-
-    /// Writes out the bytes `bytes` gives (the same each time it is called) from byte
-    /// `written` on. False if the connection failed or timed out. Not an async fn but a future
-    /// made of [`ConnIo::until`]'s: one state machine less to set up.
-    fn write_from<'a, B: std::ops::Deref<Target = [u8]>>(
-        &'a self,
-        bytes: impl Fn() -> B + Unpin + 'a,
-        mut written: usize,
-    ) -> impl Future<Output = bool> + 'a {
-        let deadline = volt_rt::time::now() + self.worker.config.write_timeout;
-        let mut write = self.until(deadline, move |cx| {
-            self.poll_write_out(cx, &bytes(), &mut written)
-        });
-        poll_fn(move |cx| {
-            let ok = ready!(Pin::new(&mut write).poll(cx)).unwrap_or(false);
-            if !ok {
-                self.writable.set(false);
-            }
-            Poll::Ready(ok)
-        })
-    }
-
-    /// Streams a response body, ending a chunked one with `trailers`; false if the connection
-    /// must close (an error, a length mismatch, or a client that went away).
-    async fn write_stream(
-        &self,
-        mut stream: crate::body::BodyStream,
-        framing: Framing,
-        trailers: Option<Trailers>,
-    ) -> bool {
-        let mut sent: u64 = 0;
-        loop {
-            // Flush what is buffered while the body's producer is not ready.
-            let item = match poll_fn(|cx| Poll::Ready(stream.as_mut().poll_next(cx))).await {
-                Poll::Ready(item) => item,
-                Poll::Pending => {
-                    if !self.flush().await {
-                        return false;
-                    }
-                    poll_fn(|cx| stream.as_mut().poll_next(cx)).await
-                }
-            };
-            match item {
-                Some(Ok(chunk)) => {
-                    sent += chunk.len() as u64;
-                    if let Framing::Length(Some(n)) = framing {
-                        if sent > n {
-                            return false;
-                        }
-                    }
-                    if chunk.is_empty() {
-                        continue;
-                    }
-                    if let Framing::Chunked = framing {
-                        write_chunk_size(&mut self.write_buf.borrow_mut(), chunk.len());
-                    }
-                    if chunk.len() >= DIRECT_WRITE {
-                        if !self.flush().await || !self.write_all(&chunk).await {
-                            return false;
-                        }
-                    } else {
-                        self.write_buf.borrow_mut().extend_from_slice(&chunk);
-                    }
-                    if let Framing::Chunked = framing {
-                        self.write_buf.borrow_mut().extend_from_slice(b"\r\n");
-                    }
-                    if self.write_buf.borrow().len() >= FLUSH_AT && !self.flush().await {
-                        return false;
-                    }
-                }
-                Some(Err(_)) => return false,
-                None => {
-                    return match framing {
-                        Framing::Chunked => {
-                            // The producer has ended, so trailers it sets are there now.
-                            let trailers = trailers.and_then(Trailers::take);
-                            volt_proto::write_last_chunk(
-                                &mut self.write_buf.borrow_mut(),
-                                trailers.as_ref(),
-                            );
-                            true
-                        }
-                        Framing::Length(Some(n)) => sent == n,
-                        Framing::Length(None) | Framing::Close => true,
-                    };
-                }
-            }
         }
     }
 

@@ -17,7 +17,7 @@ use crate::Error;
 /// Read size while reading a request body.
 const BODY_READ: usize = 64 * 1024;
 
-/// The reading side of a request body, shared by the [`RequestBody`] and the connection.
+/// The reading side of a request body, shared by the [`RequestBody`](crate::request::RequestBody) and the connection.
 pub(crate) struct BodyReader {
     io: Rc<ConnIo>,
     state: RefCell<BodyState>,
@@ -58,7 +58,7 @@ impl BodyReader {
                 .write_buf
                 .borrow_mut()
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
-            if !self.io.flush().await {
+            if !self.io.flush(false).await {
                 return Err(self.fail(StatusCode::BAD_REQUEST, "connection closed"));
             }
         }
@@ -107,7 +107,7 @@ impl BodyReader {
             }
             // Answers already encoded (earlier pipelined ones, or this request's own while its
             // unread body is skipped) go out before waiting on a client that may wait for them.
-            if !self.io.flush().await {
+            if !self.io.flush(false).await {
                 return Err(self.fail(StatusCode::BAD_REQUEST, "connection closed"));
             }
             match self.io.read(deadline, BODY_READ).await {
