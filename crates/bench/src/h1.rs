@@ -2,7 +2,8 @@
 //! received. Sans-I/O: it is handed slices and says how much of them it used.
 //!
 //! Heads are parsed by `volt_proto::parse_response_into`, into one head kept for the
-//! connection; bodies are skipped according to their
+//! connection; a head byte for byte the same as the last one is compared with it instead of
+//! scanned again (identical bytes have the identical parse); bodies are skipped according to their
 //! framing (`Content-Length`, `chunked` through `volt_proto::BodyDecoder`, or until close).
 //! Interim `1xx` responses are skipped: the request they precede is still waiting for its
 //! final response.
@@ -53,6 +54,10 @@ pub(crate) struct ResponseReader {
     /// Every head of the connection is parsed into this one, so its span array is reused and
     /// no head is moved.
     head: ResponseHead,
+    /// The bytes `head` was parsed from (empty when it holds no parse), and whether they
+    /// answered a `HEAD` request. A head byte for byte the same is not scanned again.
+    last: Vec<u8>,
+    last_head_request: bool,
 }
 
 impl ResponseReader {
@@ -62,6 +67,8 @@ impl ResponseReader {
             chunked: BodyDecoder::new(BodyKind::Empty),
             limits: Limits::default(),
             head: ResponseHead::default(),
+            last: Vec::new(),
+            last_head_request: false,
         }
     }
 
@@ -88,8 +95,19 @@ impl ResponseReader {
                 State::Head => {
                     let rest = &input[used..];
                     let head = &mut self.head;
-                    if !parse_response_into(rest, &self.limits, head_request, head)? {
-                        return Ok(Step::NeedMore(used));
+                    // The same bytes parse the same: a server's answers to one request usually
+                    // differ only in `Date`, once a second, so most heads are compared to the
+                    // last one (a memcmp) instead of scanned. Where they differ, they are parsed.
+                    let same = !self.last.is_empty()
+                        && head_request == self.last_head_request
+                        && rest.starts_with(&self.last);
+                    if !same {
+                        self.last.clear();
+                        if !parse_response_into(rest, &self.limits, head_request, head)? {
+                            return Ok(Step::NeedMore(used));
+                        }
+                        self.last.extend_from_slice(&rest[..head.head_len]);
+                        self.last_head_request = head_request;
                     }
                     used += head.head_len;
                     let status = head.status.as_u16();
@@ -299,6 +317,44 @@ HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    /// A head the same as the last one is compared, not scanned: a byte that differs is parsed
+    /// (and caught), and the same bytes answering a `HEAD` request are framed as such.
+    #[test]
+    fn a_repeated_head_is_reused_only_when_every_byte_matches() {
+        let good = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let mut reader = ResponseReader::new();
+        for _ in 0..3 {
+            let step = reader.step(good, false, &mut no_inspect()).unwrap();
+            assert_eq!(step, Step::Done(good.len(), OK));
+        }
+        // The head's bytes without the body, now for a HEAD request: no body follows.
+        let head_only = &good[..good.len() - 2];
+        let step = reader.step(head_only, true, &mut no_inspect()).unwrap();
+        assert_eq!(step, Step::Done(head_only.len(), OK));
+        // The same again as a GET waits for its body.
+        let step = reader.step(head_only, false, &mut no_inspect()).unwrap();
+        assert_eq!(step, Step::NeedMore(head_only.len()));
+        let step = reader.step(b"ok", false, &mut no_inspect()).unwrap();
+        assert_eq!(step, Step::Done(2, OK));
+        // One byte changed into one the grammar refuses.
+        let bad = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\x0b\r\nok";
+        assert!(reader.step(bad, false, &mut no_inspect()).is_err());
+        let other = b"HTTP/1.1 503 OK\r\nContent-Length: 2\r\n\r\nok";
+        let mut reader = ResponseReader::new();
+        reader.step(good, false, &mut no_inspect()).unwrap();
+        let step = reader.step(other, false, &mut no_inspect()).unwrap();
+        assert_eq!(
+            step,
+            Step::Done(
+                other.len(),
+                Response {
+                    status: 503,
+                    keep_alive: true
+                }
+            )
+        );
     }
 
     #[test]
