@@ -36,56 +36,84 @@ pub(crate) enum Known {
 /// allocated registers worse for the loop (the buffer's pointer went to the stack).
 macro_rules! clean_fields {
     ($buf:expr, $pos:expr, $max_headers:expr, $headers:expr, $framing:expr, $known_name:expr) => {{
-        use $crate::scan::{field_name_len, field_value_len, Known};
+        use $crate::scan::{ends_value, field_name_len, find_from, Known};
         let (buf, mut pos): (&[u8], usize) = ($buf, $pos);
         let (headers, framing): (&mut $crate::HeaderSpans, &mut $crate::headers::Framing) =
             ($headers, $framing);
         headers.clear();
         let mut fields_left: usize = $max_headers;
-        loop {
-            if buf.get(pos..pos + 2)? == b"\r\n" {
-                break pos + 2;
+        if buf.get(pos..pos + 2)? == b"\r\n" {
+            pos + 2
+        } else {
+            loop {
+                // `pos` starts a field line.
+                let (name_len, known) = match $known_name(&buf[pos..]) {
+                    Some(known) => known,
+                    None => (field_name_len(&buf[pos..])?, Known::Other),
+                };
+                fields_left = fields_left.checked_sub(1)?;
+                let name = $crate::Span {
+                    start: pos as u32,
+                    end: (pos + name_len) as u32,
+                };
+                // A known name was matched with the colon and one SP.
+                let after = if matches!(known, Known::Other) { 1 } else { 2 };
+                let mut start = pos + name_len + after;
+                // The value runs up to the first byte a value may not hold, which must be the
+                // CR of a CRLF. The two bytes after it are read with it: they start the next
+                // line, or end the head when they are CRLF too (a complete head has them).
+                let cr = find_from(buf, start, ends_value)?;
+                let line_end = buf[cr..].first_chunk::<4>()?;
+                if line_end[..2] != *b"\r\n" {
+                    return None;
+                }
+                // OWS around the value, rare: one test for both ends. The only bytes up to SP
+                // the scan let through are SP and HTAB; an empty value has CR at its start,
+                // and the SP or colon before it at its end, and is trimmed to nothing.
+                let mut end = cr;
+                if buf[start].min(buf[cr - 1]) <= b' ' {
+                    (start, end) = $crate::scan::trim_ows(buf, start, cr);
+                }
+                let value = $crate::Span {
+                    start: start as u32,
+                    end: end as u32,
+                };
+                headers.push($crate::HeaderSpan { name, value });
+                match known {
+                    Known::Host => framing.add_host(value),
+                    Known::Connection => framing.add_connection(value.get(buf)),
+                    Known::ContentLength => framing.add_content_length(value.get(buf)),
+                    Known::Plain => {}
+                    Known::Other => framing.add(name.get(buf), value.get(buf), value),
+                }
+                if line_end[2..] == *b"\r\n" {
+                    break cr + 4;
+                }
+                pos = cr + 2;
             }
-            let (name_len, known) = match $known_name(&buf[pos..]) {
-                Some(known) => known,
-                None => (field_name_len(&buf[pos..])?, Known::Other),
-            };
-            fields_left = fields_left.checked_sub(1)?;
-            let name = $crate::Span {
-                start: pos as u32,
-                end: (pos + name_len) as u32,
-            };
-            // OWS, the value up to CR, OWS. Leading OWS is stepped over first (a known name
-            // was matched with the colon and one SP), trailing OWS is trimmed back from the CR
-            // (usually none): the scan let no whitespace but SP and HTAB through, so ASCII
-            // whitespace is OWS there.
-            let after = if matches!(known, Known::Other) { 1 } else { 2 };
-            let mut start = pos + name_len + after;
-            while let Some(b' ' | b'\t') = buf.get(start) {
-                start += 1;
-            }
-            let cr = start + field_value_len(buf.get(start..)?)?;
-            if *buf.get(cr + 1)? != b'\n' {
-                return None;
-            }
-            let value = &buf[start..cr];
-            let value = $crate::Span {
-                start: start as u32,
-                end: (start + value.trim_ascii_end().len()) as u32,
-            };
-            headers.push($crate::HeaderSpan { name, value });
-            match known {
-                Known::Host => framing.add_host(value),
-                Known::Connection => framing.add_connection(value.get(buf)),
-                Known::ContentLength => framing.add_content_length(value.get(buf)),
-                Known::Plain => {}
-                Known::Other => framing.add(name.get(buf), value.get(buf), value),
-            }
-            pos = cr + 2;
         }
     }};
 }
 pub(crate) use clean_fields;
+
+/// `buf[start..end]` without the OWS (SP, HTAB) at either end, as `(start, end)`.
+#[cold]
+pub(crate) fn trim_ows(buf: &[u8], mut start: usize, mut end: usize) -> (usize, usize) {
+    while start < end && matches!(buf[start], b' ' | b'\t') {
+        start += 1;
+    }
+    while end > start && matches!(buf[end - 1], b' ' | b'\t') {
+        end -= 1;
+    }
+    (start, end)
+}
+
+/// Whether a field value (or a reason phrase) may not hold `b`: a control byte other than
+/// HTAB, or DEL. CR, which ends every clean line, is one.
+#[inline(always)]
+pub(crate) fn ends_value(b: u8) -> bool {
+    (b < 0x20 && b != b'\t') || b == 0x7f
+}
 
 /// Whether `s` (whose first word is `word`, from [`load`]) starts with `connection: ` in any
 /// case: 12 bytes, so two words, overlapping. Requests and responses both carry it.
@@ -168,13 +196,20 @@ pub(crate) fn zero(w: u64) -> u64 {
     w.wrapping_sub(ONES) & !w
 }
 
-/// Index of the first byte of `chunk` that `stop` holds for (see [`find`]).
+/// 0xFF in the place of each byte of `chunk` that `stop` holds for, 0 elsewhere.
 #[inline(always)]
-fn first_stop(chunk: &[u8; 16], stop: &impl Fn(u8) -> bool) -> Option<usize> {
+fn stop_marks(chunk: &[u8; 16], stop: &impl Fn(u8) -> bool) -> [u8; 16] {
     let mut marks = [0u8; 16];
     for (mark, &b) in marks.iter_mut().zip(chunk) {
         *mark = if stop(b) { 0xff } else { 0 };
     }
+    marks
+}
+
+/// Index of the first byte of `chunk` that `stop` holds for (see [`find`]).
+#[inline(always)]
+fn first_stop(chunk: &[u8; 16], stop: &impl Fn(u8) -> bool) -> Option<usize> {
+    let marks = stop_marks(chunk, stop);
     if marks.iter().fold(0, |all, &m| all | m) == 0 {
         return None;
     }
@@ -231,6 +266,31 @@ pub(crate) fn find(
         Some(i) => Some(i),
         None => word_marks(last)?.map(|i| last + i),
     }
+}
+
+/// Index of the first byte of `buf` from `from` on that `stop` holds for, 16 bytes a step as
+/// [`find`] does; `None` if no byte does, or `buf` is shorter than a chunk (the general
+/// path then decides).
+///
+/// The bytes after the last whole chunk are looked at as the last 16 bytes of `buf`, with
+/// the marks of the bytes before `from` shifted out: every chunk is whole, so LLVM
+/// vectorizes every step, and no word-at-a-time fallback (with its constants, which the
+/// field loop otherwise keeps in registers) is needed.
+#[inline(always)]
+pub(crate) fn find_from(buf: &[u8], from: usize, stop: impl Fn(u8) -> bool) -> Option<usize> {
+    let mut at = from;
+    let mut rest = buf.get(from..)?;
+    while let Some(chunk) = rest.first_chunk::<16>() {
+        if let Some(i) = first_stop(chunk, &stop) {
+            return Some(at + i);
+        }
+        at += 16;
+        rest = &rest[16..];
+    }
+    let last = buf.len().checked_sub(16)?;
+    let tail: &[u8; 16] = buf[last..].try_into().ok()?;
+    let marks = u128::from_le_bytes(stop_marks(tail, &stop)).checked_shr(8 * (at - last) as u32)?;
+    (marks != 0).then(|| at + (marks.trailing_zeros() / 8) as usize)
 }
 
 /// Length of the field name at the start of `s`, if it is a token ended by `:`. `None` for
