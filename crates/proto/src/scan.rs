@@ -6,7 +6,6 @@
 
 use crate::headers::is_tchar;
 
-
 /// What a fast path's known-name match found (or `Other`, when it found nothing).
 #[derive(Clone, Copy)]
 pub(crate) enum Known {
