@@ -1,4 +1,4 @@
-//! The fast paths' scanners, shared by request and response heads: word-at-a-time searches
+//! The fast paths' scanners, shared by request and response heads: 16-bytes-a-step searches
 //! for the bytes that end a token or a value, whole-word matches of known field names, and
 //! [`clean_fields`], the one pass over the field lines of a head that follows the strict
 //! grammar. Anything unusual makes them answer `None`, and the caller falls back to its
@@ -24,6 +24,10 @@ pub(crate) enum Known {
 /// into `$framing` (a `&mut Framing`, fresh); evaluates to where the head ends. `$known_name`
 /// (`fn(&[u8]) -> Option<(usize, Known)>`) matches the caller's common names whole (name,
 /// colon and SP), routing them straight to their framing rule; it returns the name's length.
+///
+/// Each value is found by one [`find`] for the first byte no value holds, which must be the
+/// CR of a CRLF; the two bytes after it are read with it, and end the head when they are a
+/// CRLF too. OWS is trimmed only when the value's first or last byte is whitespace.
 ///
 /// Anything the strict grammar does not take, an unfinished head or too many fields makes the
 /// *caller* return `None` (the macro's `?`): its general path decides those. The caller
