@@ -8,7 +8,7 @@ use crate::headers::{
     classify_version, is_tchar, is_valid_host, offset, only_crlfs, scan_fields, skip_empty_lines,
     span_of, spill_slots, walk_fields, Framing, TransferCodings, VersionClass, Walk,
 };
-use crate::scan::{below, clean_fields, find, is_connection, load, zero, Known, NameWord, ONES};
+use crate::scan::{clean_fields, find, is_connection, load, Known, NameWord};
 use crate::{find_header, BodyKind, HeaderSpans, Limits, ParseError, Span};
 
 /// Header slots on the stack. A head with more fields than this (under a limit that allows
@@ -358,11 +358,7 @@ fn known_name(s: &[u8]) -> Option<(usize, Known)> {
 /// first byte that is not.
 #[inline]
 fn target_len(s: &[u8]) -> Option<usize> {
-    find(
-        s,
-        |w| below(w, 0x21) | w | zero(w ^ (ONES * 0x7f)),
-        |b| !b.is_ascii_graphic(),
-    )
+    find(s, 0, |b| !b.is_ascii_graphic())
 }
 
 /// The method named by `token`. The common ones are matched on their bytes: `Method::from_bytes`

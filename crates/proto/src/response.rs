@@ -9,7 +9,7 @@ use crate::headers::{
     spill_slots, walk_fields, Framing, TransferCodings, VersionClass, Walk,
 };
 use crate::request::{head_cap, head_window, STACK_HEADERS};
-use crate::scan::{clean_fields, field_value_len, is_connection, load, Known, NameWord};
+use crate::scan::{clean_fields, ends_value, find, is_connection, load, Known, NameWord};
 use crate::{find_header, BodyKind, HeaderSpans, Limits, ParseError, Span};
 
 /// A parsed response head. Spans point into the buffer given to [`parse_response`].
@@ -170,8 +170,8 @@ fn status_line(buf: &[u8], head: &mut ResponseHead) -> Option<usize> {
         b'\r' => 12,
         _ => return None,
     };
-    let line_end = reason_start + field_value_len(&buf[reason_start..])?;
-    if *buf.get(line_end + 1)? != b'\n' {
+    let line_end = find(buf, reason_start, ends_value)?;
+    if buf[line_end..].first_chunk::<2>()? != b"\r\n" {
         return None;
     }
     head.reason = Span {

@@ -1,4 +1,4 @@
-//! The fast paths' scanners, shared by request and response heads: word-at-a-time searches
+//! The fast paths' scanners, shared by request and response heads: 16-bytes-a-step searches
 //! for the bytes that end a token or a value, whole-word matches of known field names, and
 //! [`clean_fields`], the one pass over the field lines of a head that follows the strict
 //! grammar. Anything unusual makes them answer `None`, and the caller falls back to its
@@ -25,6 +25,10 @@ pub(crate) enum Known {
 /// (`fn(&[u8]) -> Option<(usize, Known)>`) matches the caller's common names whole (name,
 /// colon and SP), routing them straight to their framing rule; it returns the name's length.
 ///
+/// Each value is found by one [`find`] for the first byte no value holds, which must be the
+/// CR of a CRLF; the two bytes after it are read with it, and end the head when they are a
+/// CRLF too. OWS is trimmed only when the value's first or last byte is whitespace.
+///
 /// Anything the strict grammar does not take, an unfinished head or too many fields makes the
 /// *caller* return `None` (the macro's `?`): its general path decides those. The caller
 /// returns an `Option`.
@@ -36,56 +40,87 @@ pub(crate) enum Known {
 /// allocated registers worse for the loop (the buffer's pointer went to the stack).
 macro_rules! clean_fields {
     ($buf:expr, $pos:expr, $max_headers:expr, $headers:expr, $framing:expr, $known_name:expr) => {{
-        use $crate::scan::{field_name_len, field_value_len, Known};
+        use $crate::scan::{ends_value, field_name_len, find, Known};
         let (buf, mut pos): (&[u8], usize) = ($buf, $pos);
         let (headers, framing): (&mut $crate::HeaderSpans, &mut $crate::headers::Framing) =
             ($headers, $framing);
         headers.clear();
         let mut fields_left: usize = $max_headers;
-        loop {
-            if buf.get(pos..pos + 2)? == b"\r\n" {
-                break pos + 2;
+        if buf.get(pos..pos + 2)? == b"\r\n" {
+            pos + 2
+        } else {
+            loop {
+                // `pos` starts a field line.
+                let (name_len, known) = match $known_name(&buf[pos..]) {
+                    Some(known) => known,
+                    None => (field_name_len(&buf[pos..])?, Known::Other),
+                };
+                fields_left = fields_left.checked_sub(1)?;
+                let name = $crate::Span {
+                    start: pos as u32,
+                    end: (pos + name_len) as u32,
+                };
+                // A known name was matched with the colon and one SP; after any other, the SP
+                // nearly every sender puts there is stepped over here.
+                let mut start = pos + name_len + 2;
+                if matches!(known, Known::Other) && buf.get(start - 1) != Some(&b' ') {
+                    start -= 1;
+                }
+                // The value runs up to the first byte a value may not hold, which must be the
+                // CR of a CRLF. The two bytes after it are read with it: they start the next
+                // line, or end the head when they are CRLF too (a complete head has them).
+                let cr = find(buf, start, ends_value)?;
+                let line_end = buf[cr..].first_chunk::<4>()?;
+                if line_end[..2] != *b"\r\n" {
+                    return None;
+                }
+                // OWS around the value, rare: one test for both ends. The only bytes up to SP
+                // the scan let through are SP and HTAB; an empty value has CR at its start,
+                // and the SP or colon before it at its end, and is trimmed to nothing.
+                let mut end = cr;
+                if buf[start].min(buf[cr - 1]) <= b' ' {
+                    (start, end) = $crate::scan::trim_ows(buf, start, cr);
+                }
+                let value = $crate::Span {
+                    start: start as u32,
+                    end: end as u32,
+                };
+                headers.push($crate::HeaderSpan { name, value });
+                match known {
+                    Known::Host => framing.add_host(value),
+                    Known::Connection => framing.add_connection(value.get(buf)),
+                    Known::ContentLength => framing.add_content_length(value.get(buf)),
+                    Known::Plain => {}
+                    Known::Other => framing.add(name.get(buf), value.get(buf), value),
+                }
+                if line_end[2..] == *b"\r\n" {
+                    break cr + 4;
+                }
+                pos = cr + 2;
             }
-            let (name_len, known) = match $known_name(&buf[pos..]) {
-                Some(known) => known,
-                None => (field_name_len(&buf[pos..])?, Known::Other),
-            };
-            fields_left = fields_left.checked_sub(1)?;
-            let name = $crate::Span {
-                start: pos as u32,
-                end: (pos + name_len) as u32,
-            };
-            // OWS, the value up to CR, OWS. Leading OWS is stepped over first (a known name
-            // was matched with the colon and one SP), trailing OWS is trimmed back from the CR
-            // (usually none): the scan let no whitespace but SP and HTAB through, so ASCII
-            // whitespace is OWS there.
-            let after = if matches!(known, Known::Other) { 1 } else { 2 };
-            let mut start = pos + name_len + after;
-            while let Some(b' ' | b'\t') = buf.get(start) {
-                start += 1;
-            }
-            let cr = start + field_value_len(buf.get(start..)?)?;
-            if *buf.get(cr + 1)? != b'\n' {
-                return None;
-            }
-            let value = &buf[start..cr];
-            let value = $crate::Span {
-                start: start as u32,
-                end: (start + value.trim_ascii_end().len()) as u32,
-            };
-            headers.push($crate::HeaderSpan { name, value });
-            match known {
-                Known::Host => framing.add_host(value),
-                Known::Connection => framing.add_connection(value.get(buf)),
-                Known::ContentLength => framing.add_content_length(value.get(buf)),
-                Known::Plain => {}
-                Known::Other => framing.add(name.get(buf), value.get(buf), value),
-            }
-            pos = cr + 2;
         }
     }};
 }
 pub(crate) use clean_fields;
+
+/// `buf[start..end]` without the OWS (SP, HTAB) at either end, as `(start, end)`.
+#[cold]
+pub(crate) fn trim_ows(buf: &[u8], mut start: usize, mut end: usize) -> (usize, usize) {
+    while start < end && matches!(buf[start], b' ' | b'\t') {
+        start += 1;
+    }
+    while end > start && matches!(buf[end - 1], b' ' | b'\t') {
+        end -= 1;
+    }
+    (start, end)
+}
+
+/// Whether a field value (or a reason phrase) may not hold `b`: a control byte other than
+/// HTAB, or DEL. CR, which ends every clean line, is one.
+#[inline(always)]
+pub(crate) fn ends_value(b: u8) -> bool {
+    (b < 0x20 && b != b'\t') || b == 0x7f
+}
 
 /// Whether `s` (whose first word is `word`, from [`load`]) starts with `connection: ` in any
 /// case: 12 bytes, so two words, overlapping. Requests and responses both carry it.
@@ -153,84 +188,61 @@ pub(crate) fn load(s: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(word)
 }
 
-pub(crate) const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
-
-/// Flags (bit 7 of each byte) the bytes of `w` below `n` (`n` ≤ 0x80).
+/// 0xFF in the place of each byte of `chunk` that `stop` holds for, 0 elsewhere.
 #[inline(always)]
-pub(crate) fn below(w: u64, n: u8) -> u64 {
-    w.wrapping_sub(ONES * u64::from(n)) & !w
-}
-
-/// Flags the zero bytes of `w`.
-#[inline(always)]
-pub(crate) fn zero(w: u64) -> u64 {
-    w.wrapping_sub(ONES) & !w
+fn stop_marks(chunk: &[u8; 16], stop: &impl Fn(u8) -> bool) -> [u8; 16] {
+    let mut marks = [0u8; 16];
+    for (mark, &b) in marks.iter_mut().zip(chunk) {
+        *mark = if stop(b) { 0xff } else { 0 };
+    }
+    marks
 }
 
 /// Index of the first byte of `chunk` that `stop` holds for (see [`find`]).
 #[inline(always)]
 fn first_stop(chunk: &[u8; 16], stop: &impl Fn(u8) -> bool) -> Option<usize> {
-    let mut marks = [0u8; 16];
-    for (mark, &b) in marks.iter_mut().zip(chunk) {
-        *mark = if stop(b) { 0xff } else { 0 };
-    }
+    let marks = stop_marks(chunk, stop);
     if marks.iter().fold(0, |all, &m| all | m) == 0 {
         return None;
     }
     Some((u128::from_le_bytes(marks).trailing_zeros() / 8) as usize)
 }
 
-/// Index of the first byte of `s` that `stop` holds for, 16 bytes a step.
+/// Index of the first byte of `buf` from `from` on that `stop` holds for, 16 bytes a step;
+/// `None` if none does.
 ///
 /// Each step maps a 16-byte chunk through `stop` to a mask (0xFF for a stop byte, 0 for any
 /// other) and ORs the mask's bytes together: plain safe code, written so that LLVM compiles
 /// it to SSE2, `stop`'s compares to a few byte-wise vector compares and the OR to one
-/// `pmovmskb` and test (about ten instructions a step). The last bytes that do not fill a
-/// chunk are looked at as the last 16 bytes of `s`: the bytes looked at again hold no stop,
-/// so the lowest mark is still the first stop.
+/// `pmovmskb` and test (about ten instructions a step). The bytes after the last whole chunk
+/// are looked at as the last 16 bytes of `buf`, their marks shifted down past the bytes before
+/// where the step stopped: every step looks at a whole chunk, so every step is vectorized.
+/// Only a `buf` shorter than a chunk is walked byte by byte.
 ///
-/// LLVM vectorizes the mask only when the chunk is loaded whole, so an `s` shorter than a
-/// chunk is looked at as one or two 8-byte words (the first and the last, overlapping), with
-/// `flags`: it marks (in bit 7 of each byte of a little-endian word) the bytes `stop` holds
-/// for, from [`below`] and [`zero`], whose lowest mark is always exact (a borrow only runs
-/// upward from a byte with a true mark, so marks it causes sit above a true one). Only an `s`
-/// shorter than a word is walked byte by byte.
-///
-/// The shapes LLVM vectorizes are narrow, and a scalar fallback costs about twice the
-/// instructions (wrk head 806 -> 1,535 Ir/parse): the chunk as a whole `[u8; 16]`, the marks
-/// written in a loop (`array::map` was left out of line for the name scan), the place of
-/// the first mark from one `u128` (taking the mask apart into words scalarized the step).
-/// Check `parse_speed` under callgrind after changing any of it.
+/// The shapes LLVM vectorizes are narrow, and a scalar step costs several times the
+/// instructions (wrk head 806 -> 1,535 Ir/parse once): the chunk as a whole `[u8; 16]`, the
+/// marks written in a loop (`array::map` was left out of line for the name scan), the place
+/// of the first mark from one `u128` (taking the mask apart into two words, or finding the
+/// place with word-at-a-time arithmetic on the bytes instead, cost more). Check
+/// `parse_speed` under callgrind after changing any of it.
 #[inline(always)]
-pub(crate) fn find(
-    s: &[u8],
-    flags: impl Fn(u64) -> u64,
-    stop: impl Fn(u8) -> bool,
-) -> Option<usize> {
-    let chunk_marks = |chunk: &[u8]| Some(first_stop(chunk.try_into().ok()?, &stop));
-    let mut at = 0;
-    for chunk in s.chunks_exact(16) {
-        if let Some(i) = chunk_marks(chunk)? {
+pub(crate) fn find(buf: &[u8], from: usize, stop: impl Fn(u8) -> bool) -> Option<usize> {
+    let mut at = from;
+    let mut rest = buf.get(from..)?;
+    while let Some(chunk) = rest.first_chunk::<16>() {
+        if let Some(i) = first_stop(chunk, &stop) {
             return Some(at + i);
         }
         at += 16;
+        rest = &rest[16..];
     }
-    if let Some(last) = s.len().checked_sub(16) {
-        return chunk_marks(&s[last..])?.map(|i| last + i);
-    }
-    let word_marks = |at: usize| {
-        let word: [u8; 8] = s.get(at..at + 8)?.try_into().ok()?;
-        let marks = flags(u64::from_le_bytes(word)) & HIGH;
-        Some((marks != 0).then(|| (marks.trailing_zeros() / 8) as usize))
+    let Some(last) = buf.len().checked_sub(16) else {
+        return rest.iter().position(|&b| stop(b)).map(|i| at + i);
     };
-    let Some(last) = s.len().checked_sub(8) else {
-        return s.iter().position(|&b| stop(b));
-    };
-    match word_marks(0)? {
-        Some(i) => Some(i),
-        None => word_marks(last)?.map(|i| last + i),
-    }
+    let tail = buf[last..].first_chunk::<16>()?;
+    // `at - last` is 1 to 16: all of the tail's marks shift out when `at` is the end.
+    let marks = u128::from_le_bytes(stop_marks(tail, &stop)).checked_shr(8 * (at - last) as u32)?;
+    (marks != 0).then(|| at + (marks.trailing_zeros() / 8) as usize)
 }
 
 /// Length of the field name at the start of `s`, if it is a token ended by `:`. `None` for
@@ -238,36 +250,13 @@ pub(crate) fn find(
 #[inline(always)]
 pub(crate) fn field_name_len(s: &[u8]) -> Option<usize> {
     // Every byte that ends a token in a well-formed line is `:`, a control byte, SP, DEL or
-    // non-ASCII; the few other delimiters (`(`, `/`, ...) are caught by the table walk.
-    let n = find(
-        s,
-        |w| below(w, 0x21) | w | zero(w ^ (ONES * 0x7f)) | zero(w ^ (ONES * u64::from(b':'))),
-        |b| b == b':' || b <= b' ' || b >= 0x7f,
-    )?;
+    // non-ASCII; the few other delimiters (`(`, `/`, ...) are caught by the table walk. (All
+    // of them as vector compares cost more: LLVM then no longer tests the chunk's marks
+    // with one `pmovmskb`.)
+    let n = find(s, 0, |b| b == b':' || b <= b' ' || b >= 0x7f)?;
     let name = &s[..n];
     let token = name.iter().fold(true, |ok, &b| ok & is_tchar(b));
     (token && n > 0 && s[n] == b':').then_some(n)
-}
-
-/// Length of a field value up to the CR that ends its line, with every byte checked to be
-/// `field-vchar`, SP, HTAB or obs-text. `None` if a byte is not (a bare LF, a control byte,
-/// DEL) or no CR comes. HTAB is the one control byte a value may hold.
-#[inline(always)]
-pub(crate) fn field_value_len(s: &[u8]) -> Option<usize> {
-    let mut from = 0;
-    loop {
-        let at = from
-            + find(
-                &s[from..],
-                |w| below(w, 0x20) | zero(w ^ (ONES * 0x7f)),
-                |b| b < 0x20 || b == 0x7f,
-            )?;
-        match s[at] {
-            b'\r' => return Some(at),
-            b'\t' => from = at + 1,
-            _ => return None,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -290,46 +279,34 @@ mod tests {
         assert_eq!(field_name_len(b"Host"), None);
     }
 
-    /// Every length up to three chunks, every place for the first stop byte: shorter than a
-    /// word, one or two words, whole chunks and the last chunk that overlaps the one before.
     #[test]
-    fn find_looks_at_every_byte() {
-        let flags = |w: u64| zero(w ^ (ONES * u64::from(b'!')));
-        for len in 0..50 {
-            let s = vec![b'a'; len];
-            assert_eq!(find(&s, flags, |b| b == b'!'), None, "{len}");
-            for at in 0..len {
-                let mut s = s.clone();
-                s[at] = b'!';
-                assert_eq!(find(&s, flags, |b| b == b'!'), Some(at), "{at} of {len}");
-                s[len - 1] = b'!';
-                assert_eq!(find(&s, flags, |b| b == b'!'), Some(at), "{at}, {len}");
-            }
+    fn value_ends_are_control_bytes_but_htab_and_del() {
+        for b in 0..=255u8 {
+            let allowed = b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80;
+            assert_eq!(ends_value(b), !allowed, "{b:#x}");
         }
     }
 
+    /// Every length up to three chunks, every place to start from, every place for the first
+    /// stop byte: shorter than a chunk, whole chunks and the tail that overlaps the chunk
+    /// before it. Stop bytes before `from` are not looked at.
     #[test]
-    fn field_values_end_at_cr_and_refuse_control_bytes() {
-        assert_eq!(field_value_len(b"\r\n"), Some(0));
-        assert_eq!(field_value_len(b"abc\r\n"), Some(3));
-        assert_eq!(
-            field_value_len(b"0123456789abcdef\t\xff\x80 ~\r\n"),
-            Some(21)
-        );
-        assert_eq!(field_value_len(b"0123456\t\t\t\t\t\t\t\t\r"), Some(15));
-        assert_eq!(field_value_len(b"abc"), None);
-        assert_eq!(field_value_len(b"a\tb\tc\td\te\tf\r"), Some(11));
-        assert_eq!(field_value_len(b"0123456789abcdef"), None);
-        for bad in (0u8..0x20)
-            .filter(|&b| b != b'\t' && b != b'\r')
-            .chain([0x7f])
-        {
-            for at in 0..20 {
-                let mut v = vec![b'x'; 24];
-                v[at] = bad;
-                v[22] = b'\r';
-                assert_eq!(field_value_len(&v), None, "{bad:#x} at {at}");
+    fn find_looks_at_every_byte_from_where_it_starts() {
+        let stop = |b: u8| b == b'!';
+        for len in 0..50 {
+            for from in 0..=len {
+                let mut s = vec![b'a'; len];
+                s[..from].fill(b'!');
+                assert_eq!(find(&s, from, stop), None, "{from} of {len}");
+                for at in from..len {
+                    let mut s = s.clone();
+                    s[at] = b'!';
+                    assert_eq!(find(&s, from, stop), Some(at), "{at}, {from} of {len}");
+                    s[len - 1] = b'!';
+                    assert_eq!(find(&s, from, stop), Some(at), "{at}, {from}, {len}");
+                }
             }
         }
+        assert_eq!(find(b"abc", 4, stop), None);
     }
 }
