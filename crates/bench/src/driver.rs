@@ -114,11 +114,18 @@ impl Tally {
     }
 
     /// Records what was counted, with latency up to `now`. Warm-up responses are dropped.
-    #[inline]
+    ///
+    /// The check for nothing counted stays inline (the loop flushes before its first read,
+    /// when nothing can be counted yet); the recording is one call.
+    #[inline(always)]
     fn flush(&mut self, ctx: &WorkerCtx, now: Instant, timing: Timing) {
-        if self.n == 0 {
-            return;
+        if self.n > 0 {
+            self.record(ctx, now, timing);
         }
+    }
+
+    #[inline(never)]
+    fn record(&mut self, ctx: &WorkerCtx, now: Instant, timing: Timing) {
         if timing.from >= ctx.measure_start {
             let latency = micros_between(timing.from, now);
             let rate = timing.rate_mode.then(|| {
