@@ -234,7 +234,31 @@ pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: 
             started,
             rate_mode: scheduled.is_some(),
         };
-        let outcome = exchange(ctx, slot, c, &mut state, count, timing).await;
+        // Write the batch, then read and take responses until all of them are in.
+        let (mut exchange, bytes) = Exchange::start(ctx, slot, count, timing);
+        let outcome = if c.write_all(bytes).await.is_err() {
+            exchange.write_failed()
+        } else {
+            loop {
+                if let Some(outcome) = exchange.take_responses(ctx, slot, &mut state) {
+                    break outcome;
+                }
+                let look_first = exchange.check_for_close(&state);
+                let room = &mut state.buf[state.end..];
+                let room_len = room.len();
+                let read = if look_first {
+                    match c.try_read(room) {
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => c.read(room).await,
+                        other => other,
+                    }
+                } else {
+                    c.read(room).await
+                };
+                if let Some(outcome) = exchange.read_done(ctx, &mut state, read, room_len) {
+                    break outcome;
+                }
+            }
+        };
         slot.waiting_since.set(None);
         slot.in_flight.set(0);
         match outcome {
@@ -256,51 +280,84 @@ pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: 
     }
 }
 
-/// Writes `count` requests from the slot's cursor and reads their responses.
-async fn exchange<T: Transport>(
-    ctx: &WorkerCtx,
-    slot: &Slot,
-    conn: &T,
-    state: &mut ConnState,
-    count: usize,
+/// One exchange in progress: a batch written, its responses being read.
+///
+/// Its steps are plain functions and [`drive`] does the awaiting between them: an `async fn`
+/// per exchange would build a future (and move it into `drive`'s) for every request, and add
+/// one more level to resume on every read.
+struct Exchange {
     timing: Timing,
-) -> Outcome {
-    let plan = &*ctx.plan;
-    let mut cursor = slot.cursor.get();
-    let bytes = plan.ring.window(cursor, count);
-    slot.in_flight.set(count);
-    slot.waiting_since.set(Some(timing.started));
-    let in_window = timing.from >= ctx.measure_start;
-    {
-        let mut rec = ctx.rec.borrow_mut();
-        rec.counts.bytes_written += bytes.len() as u64;
-        if in_window {
-            rec.counts.sent += count as u64;
+    /// Requests of the batch not answered yet.
+    remaining: usize,
+    /// The ring position of the next request to be answered.
+    cursor: usize,
+    /// The clock reading that times the responses parsed next. Responses already buffered
+    /// cannot answer requests only just written, so this is the batch's start until the first
+    /// read sets it.
+    now: Instant,
+    /// Set after a read that did not fill the buffer. volt-rt then treats the socket as drained
+    /// and waits for the next epoll edge, but a FIN that arrived together with that data brings
+    /// no further edge. So when such a read left part of a response (a body delimited by the
+    /// close, a truncated body), one non-blocking read checks for the end first. Between whole
+    /// responses it does not: servers that send pipelined responses one by one would pay an
+    /// EAGAIN per segment, and a close there without `Connection: close` is caught by the
+    /// timeout instead.
+    short_read: bool,
+    tally: Tally,
+}
+
+impl Exchange {
+    /// Starts an exchange of `count` requests from the slot's cursor: counts them as sent and
+    /// returns the bytes to write.
+    fn start<'p>(
+        ctx: &'p WorkerCtx,
+        slot: &Slot,
+        count: usize,
+        timing: Timing,
+    ) -> (Exchange, &'p [u8]) {
+        let plan = &*ctx.plan;
+        let cursor = slot.cursor.get();
+        let bytes = plan.ring.window(cursor, count);
+        slot.in_flight.set(count);
+        slot.waiting_since.set(Some(timing.started));
+        {
+            let mut rec = ctx.rec.borrow_mut();
+            rec.counts.bytes_written += bytes.len() as u64;
+            if timing.from >= ctx.measure_start {
+                rec.counts.sent += count as u64;
+            }
         }
-    }
-    if conn.write_all(bytes).await.is_err() {
-        return Outcome::Failed {
-            kind: ErrorKind::Io,
-            unanswered: count,
+        let exchange = Exchange {
+            timing,
+            remaining: count,
+            cursor,
+            now: timing.started,
+            short_read: false,
+            tally: Tally::default(),
         };
+        (exchange, bytes)
     }
 
-    let mut remaining = count;
-    // Responses already buffered cannot answer requests only just written; the first read
-    // sets the clock that times the responses it brings.
-    let mut now = timing.started;
-    // Set after a read that did not fill the buffer. volt-rt then treats the socket as drained
-    // and waits for the next epoll edge, but a FIN that arrived together with that data brings
-    // no further edge. So when such a read left part of a response (a body delimited by the
-    // close, a truncated body), one non-blocking read checks for the end first. Between whole
-    // responses it does not: servers that send pipelined responses one by one would pay an
-    // EAGAIN per segment, and a close there without `Connection: close` is caught by the
-    // timeout instead.
-    let mut short_read = false;
-    let mut tally = Tally::default();
-    loop {
-        // Every complete response in the buffer.
-        while remaining > 0 && state.start < state.end {
+    /// The write of the batch failed.
+    fn write_failed(&self) -> Outcome {
+        Outcome::Failed {
+            kind: ErrorKind::Io,
+            unanswered: self.remaining,
+        }
+    }
+
+    /// Takes every complete response in the buffer and records them; `Some` when the exchange
+    /// is over, else the buffer has room for the next read.
+    fn take_responses(
+        &mut self,
+        ctx: &WorkerCtx,
+        slot: &Slot,
+        state: &mut ConnState,
+    ) -> Option<Outcome> {
+        let plan = &*ctx.plan;
+        let timing = self.timing;
+        while self.remaining > 0 && state.start < state.end {
+            let cursor = self.cursor;
             let input = &state.buf[state.start..state.end];
             let head_request = plan.ring.is_head(cursor);
             let step = match &plan.inspect {
@@ -312,17 +369,17 @@ async fn exchange<T: Transport>(
             match step {
                 Ok(Step::Done(used, response)) => {
                     state.start += used;
-                    remaining -= 1;
-                    cursor = plan.ring.advance(cursor, 1);
-                    slot.cursor.set(cursor);
-                    slot.in_flight.set(remaining);
+                    self.remaining -= 1;
+                    self.cursor = plan.ring.advance(cursor, 1);
+                    slot.cursor.set(self.cursor);
+                    slot.in_flight.set(self.remaining);
                     state.answered += 1;
-                    tally.add(ctx, response.status, timing);
+                    self.tally.add(ctx, response.status, timing);
                     if !response.keep_alive {
-                        tally.flush(ctx, now, timing);
-                        return Outcome::Closed {
-                            unanswered: remaining,
-                        };
+                        self.tally.flush(ctx, self.now, timing);
+                        return Some(Outcome::Closed {
+                            unanswered: self.remaining,
+                        });
                     }
                 }
                 Ok(Step::NeedMore(used)) => {
@@ -330,53 +387,57 @@ async fn exchange<T: Transport>(
                     break;
                 }
                 Err(_) => {
-                    tally.flush(ctx, now, timing);
-                    return Outcome::Failed {
+                    self.tally.flush(ctx, self.now, timing);
+                    return Some(Outcome::Failed {
                         kind: ErrorKind::Parse,
-                        unanswered: remaining,
-                    };
+                        unanswered: self.remaining,
+                    });
                 }
             }
         }
-        tally.flush(ctx, now, timing);
+        self.tally.flush(ctx, self.now, timing);
         state.make_room();
-        if remaining == 0 {
-            return Outcome::Reusable;
+        if self.remaining == 0 {
+            return Some(Outcome::Reusable);
         }
         if state.end == state.buf.len() {
             // A head longer than the buffer: `parse_response` rejects it before this, so this
             // only guards the arithmetic.
-            return Outcome::Failed {
+            return Some(Outcome::Failed {
                 kind: ErrorKind::Parse,
-                unanswered: remaining,
-            };
+                unanswered: self.remaining,
+            });
         }
+        None
+    }
 
-        let room = &mut state.buf[state.end..];
-        let room_len = room.len();
-        let partial = state.start < state.end || !state.reader.is_between_responses();
-        let read = if short_read && partial {
-            match conn.try_read(room) {
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => conn.read(room).await,
-                other => other,
-            }
-        } else {
-            conn.read(room).await
-        };
+    /// Whether the next read should first look without waiting (see `short_read`).
+    fn check_for_close(&self, state: &ConnState) -> bool {
+        self.short_read && (state.start < state.end || !state.reader.is_between_responses())
+    }
+
+    /// Takes the result of a read into the buffer's free room (`room` bytes of it); `Some`
+    /// when the exchange is over.
+    fn read_done(
+        &mut self,
+        ctx: &WorkerCtx,
+        state: &mut ConnState,
+        read: std::io::Result<usize>,
+        room: usize,
+    ) -> Option<Outcome> {
         match read {
-            Ok(0) => return at_close(ctx, state, remaining, timing),
+            Ok(0) => Some(at_close(ctx, state, self.remaining, self.timing)),
             Ok(n) => {
                 state.end += n;
-                short_read = n < room_len;
+                self.short_read = n < room;
                 ctx.rec.borrow_mut().counts.bytes_read += n as u64;
-                now = Instant::now();
+                self.now = Instant::now();
+                None
             }
-            Err(_) => {
-                return Outcome::Failed {
-                    kind: ErrorKind::Io,
-                    unanswered: remaining,
-                }
-            }
+            Err(_) => Some(Outcome::Failed {
+                kind: ErrorKind::Io,
+                unanswered: self.remaining,
+            }),
         }
     }
 }
