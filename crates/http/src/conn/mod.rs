@@ -520,7 +520,7 @@ impl ConnIo {
     /// to skip. It is tried first, inlined into the loop over the requests; everything else
     /// is out of line in [`ConnIo::respond_other`], so the usual answer saves and restores
     /// none of the registers that one needs.
-    #[inline]
+    #[inline(always)]
     fn respond<'a, F>(
         &'a self,
         answering: Answering,
