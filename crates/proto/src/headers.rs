@@ -292,32 +292,32 @@ impl Framing {
         if self.error.is_some() {
             return;
         }
-        // The usual value first: one number of at most 19 digits, which cannot overflow.
-        if (1..=19).contains(&value.len()) {
-            let number = value.iter().try_fold(0u64, |n, &b| {
-                b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0'))
-            });
-            if let Some(n) = number {
-                match self.content_length {
-                    Some(previous) if previous != n => {
-                        self.error = Some(ParseError::ConflictingContentLength);
-                    }
-                    _ => self.content_length = Some(n),
-                }
-                return;
-            }
+        // The usual value, one plain number, needs no list split and no OWS trim.
+        if let Some(n) = parse_decimal(value) {
+            self.add_length(n);
+            return;
         }
         for element in value.split(|&b| b == b',') {
             let Some(n) = parse_decimal(trim_ows(element)) else {
                 self.error = Some(ParseError::InvalidContentLength);
                 return;
             };
-            match self.content_length {
-                Some(previous) if previous != n => {
-                    self.error = Some(ParseError::ConflictingContentLength);
-                    return;
-                }
-                _ => self.content_length = Some(n),
+            if !self.add_length(n) {
+                return;
+            }
+        }
+    }
+
+    /// Takes one `Content-Length` number: false (and the error set) if an earlier one differs.
+    fn add_length(&mut self, n: u64) -> bool {
+        match self.content_length {
+            Some(previous) if previous != n => {
+                self.error = Some(ParseError::ConflictingContentLength);
+                false
+            }
+            _ => {
+                self.content_length = Some(n);
+                true
             }
         }
     }
