@@ -92,8 +92,8 @@ trait Slot {
 }
 
 /// A handler, and the room for its future, `None` while the box is spare. The future has a box
-/// of its own, as it is pinned while the handler is not (a pinned field next to one that is
-/// not would need `unsafe` to reach); it is allocated with the slot, so reused with it.
+/// of its own, as it is pinned while the handler is not (safe code cannot reach a pinned
+/// field next to one that is not); it is allocated with the slot, so reused with it.
 struct HandlerSlot<H, Fut> {
     handler: Arc<H>,
     fut: Pin<Box<Option<Fut>>>,
