@@ -226,6 +226,8 @@ pub(crate) struct Framing {
     pub keep_alive: bool,
     pub hosts: u32,
     pub host: Span,
+    /// The fast path's scan already found `host` valid (see `scan::host_value_end`).
+    pub host_checked: bool,
     pub expect_continue: bool,
     /// `Expect` lists a member other than `100-continue`.
     pub expect_other: bool,
@@ -238,10 +240,7 @@ impl Framing {
     pub(crate) fn add(&mut self, name: &[u8], value: &[u8], value_span: Span) {
         // Length first: most fields are rejected by one integer compare.
         match name.len() {
-            4 if eq_lower(name, b"host") => {
-                self.hosts += 1;
-                self.host = value_span;
-            }
+            4 if eq_lower(name, b"host") => self.add_host(value_span, false),
             6 if eq_lower(name, b"expect") => {
                 if eq_lower(value, b"100-continue") {
                     self.expect_continue = true;
@@ -264,9 +263,10 @@ impl Framing {
 
     /// A field already known to be `Host` (the fast path matches a few names itself).
     #[inline]
-    pub(crate) fn add_host(&mut self, value_span: Span) {
+    pub(crate) fn add_host(&mut self, value_span: Span, checked: bool) {
         self.hosts += 1;
         self.host = value_span;
+        self.host_checked = checked;
     }
 
     /// A `Connection` field's value.

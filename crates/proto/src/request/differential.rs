@@ -237,6 +237,27 @@ mod generated {
             (h("Host : a\r\n"), Err(WhitespaceBeforeColon)),
             (h("Content-Length\t: 5\r\n"), Err(WhitespaceBeforeColon)),
             (h("hOsT: b\r\n"), Err(DuplicateHost)),
+            // Host values off the plain-byte scan (`scan::host_value_end`), valid or not.
+            (
+                b"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n".to_vec(),
+                ok(BodyKind::Empty, true, false),
+            ),
+            (
+                b"GET / HTTP/1.1\r\nHost: a_b~c \r\n\r\n".to_vec(),
+                ok(BodyKind::Empty, true, false),
+            ),
+            (
+                b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n".to_vec(),
+                Err(InvalidHost),
+            ),
+            (
+                b"GET / HTTP/1.1\r\nHost: user@a\r\n\r\n".to_vec(),
+                Err(InvalidHost),
+            ),
+            (
+                b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n".to_vec(),
+                Err(InvalidHost),
+            ),
             (b"GET / HTTP/1.1\r\n\r\n".to_vec(), Err(MissingHost)),
             (
                 b"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec(),
