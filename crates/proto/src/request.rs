@@ -8,7 +8,7 @@ use crate::headers::{
     classify_version, is_tchar, is_valid_host, offset, only_crlfs, scan_fields, skip_empty_lines,
     span_of, spill_slots, walk_fields, Framing, TransferCodings, VersionClass, Walk,
 };
-use crate::scan::{clean_fields, find, is_connection, load, Known, NameWord};
+use crate::scan::{clean_fields, find, is_connection, word_at, Known, NameWord};
 use crate::{find_header, BodyKind, HeaderSpans, Limits, ParseError, Span};
 
 /// Header slots on the stack. A head with more fields than this (under a limit that allows
@@ -347,7 +347,7 @@ fn parse_clean(
 fn known_name(s: &[u8]) -> Option<(usize, Known)> {
     const HOST: NameWord = NameWord::new(b"host: ");
     const ACCEPT: NameWord = NameWord::new(b"accept: ");
-    let word = load(s, 0);
+    let word = word_at(s, 0)?;
     match word as u8 | 0x20 {
         b'h' if HOST.matches(word) => Some((4, Known::Host)),
         b'a' if ACCEPT.matches(word) => Some((6, Known::Plain)),

@@ -9,7 +9,7 @@ use crate::headers::{
     spill_slots, walk_fields, Framing, TransferCodings, VersionClass, Walk,
 };
 use crate::request::{head_cap, head_window, STACK_HEADERS};
-use crate::scan::{clean_fields, ends_value, find, is_connection, load, Known, NameWord};
+use crate::scan::{clean_fields, ends_value, find, is_connection, word_at, Known, NameWord};
 use crate::{find_header, BodyKind, HeaderSpans, Limits, ParseError, Span};
 
 /// A parsed response head. Spans point into the buffer given to [`parse_response`].
@@ -191,10 +191,10 @@ fn known_name(s: &[u8]) -> Option<(usize, Known)> {
     const TYPE: NameWord = NameWord::new(b"type: ");
     const SERVER: NameWord = NameWord::new(b"server: ");
     const DATE: NameWord = NameWord::new(b"date: ");
-    let word = load(s, 0);
+    let word = word_at(s, 0)?;
     match word as u8 | 0x20 {
         b'c' if CONTENT.matches(word) => {
-            let rest = load(s, 8);
+            let rest = word_at(s, 8)?;
             if LENGTH.matches(rest) {
                 Some((14, Known::ContentLength))
             } else if TYPE.matches(rest) {

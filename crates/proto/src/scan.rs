@@ -157,13 +157,13 @@ pub(crate) fn ends_value(b: u8) -> bool {
     (b < 0x20 && b != b'\t') || b == 0x7f
 }
 
-/// Whether `s` (whose first word is `word`, from [`load`]) starts with `connection: ` in any
+/// Whether `s` (whose first word is `word`, from [`word_at`]) starts with `connection: ` in any
 /// case: 12 bytes, so two words, overlapping. Requests and responses both carry it.
 #[inline(always)]
 pub(crate) fn is_connection(s: &[u8], word: u64) -> bool {
     const CONNECTI: NameWord = NameWord::new(b"connecti");
     const NECTION: NameWord = NameWord::new(b"ection: ");
-    CONNECTI.matches(word) && NECTION.matches(load(s, 4))
+    CONNECTI.matches(word) && word_at(s, 4).is_some_and(|w| NECTION.matches(w))
 }
 
 /// Up to eight bytes of a lowercase field name (and the colon and SP after it) as the low
@@ -208,19 +208,15 @@ impl NameWord {
     }
 }
 
-/// The eight bytes of `s` from `at` as a little-endian word, zero bytes in place of those past
-/// the end of `s`.
+/// The eight bytes of `s` from `at` as a little-endian word, if `s` has them.
+///
+/// A known name is only looked for where a whole word of the head is there (a complete head
+/// has one: a name, colon and SP end with at least CRLF CRLF after them); elsewhere the
+/// general name scan decides. Padding a short tail with zero bytes instead cost a store and a
+/// branch per field line (wrk 688 -> 680, nginx-res 863 -> 852 Ir/parse).
 #[inline(always)]
-pub(crate) fn load(s: &[u8], at: usize) -> u64 {
-    let mut word = [0u8; 8];
-    match s.get(at..at + 8) {
-        Some(whole) => word.copy_from_slice(whole),
-        None => {
-            let part = s.get(at..).unwrap_or_default();
-            word[..part.len()].copy_from_slice(part);
-        }
-    }
-    u64::from_le_bytes(word)
+pub(crate) fn word_at(s: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(*s.get(at..)?.first_chunk::<8>()?))
 }
 
 /// 0xFF in the place of each byte of `chunk` that `stop` holds for, 0 elsewhere.

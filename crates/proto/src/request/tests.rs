@@ -95,13 +95,16 @@ fn fast_path_takes_the_clean_seeds() {
 #[test]
 fn known_names_match_only_themselves() {
     let known = |s: &[u8]| known_name(s).map(|(n, _)| n);
-    assert_eq!(known(b"Host: a"), Some(4));
-    assert_eq!(known(b"hOsT: a"), Some(4));
+    assert_eq!(known(b"Host: a\r\n"), Some(4));
+    assert_eq!(known(b"hOsT: a\r\n"), Some(4));
     assert_eq!(known(b"ACCEPT: */*"), Some(6));
     assert_eq!(known(b"Connection: close"), Some(10));
-    // Shorter than the words compared: the bytes past the end match nothing.
-    assert_eq!(known(b"host: "), Some(4));
+    // Words are compared only where the whole word is there: shorter, the general name
+    // scan decides (and a complete head always has the bytes).
+    assert_eq!(known(b"host: \r\n"), Some(4));
+    assert_eq!(known(b"host: "), None);
     assert_eq!(known(b"connection: "), Some(10));
+    assert_eq!(known(b"connection:"), None);
     for other in [
         // Known names without the SP: the general scan takes them.
         &b"hOsT:a"[..],
@@ -130,7 +133,11 @@ fn known_names_match_only_themselves() {
         b"Content-Length: 1",
         b"X-Host: a",
     ] {
-        assert_eq!(known(other), None, "{:?}", String::from_utf8_lossy(other));
+        // Also with the end of a head after them, so whole words are there to compare.
+        let ended = [other, b"\r\n\r\n"].concat();
+        for s in [other, &ended] {
+            assert_eq!(known(s), None, "{:?}", String::from_utf8_lossy(s));
+        }
     }
 }
 
