@@ -44,6 +44,10 @@ pub(crate) struct Parts {
     /// read buffer as a shared `Bytes` (which also turns the read buffer into a shared one).
     pub(crate) head: Vec<u8>,
     pub(crate) parsed: RequestHead,
+    /// Start of the path within the target: the target's start, or past `scheme://authority`
+    /// in the absolute form. Found once here, not each time the path is asked for (the router
+    /// asks for every request).
+    pub(crate) path_start: u32,
     /// End of the path within the target (where `?` is, or the target's end).
     pub(crate) path_end: u32,
     pub(crate) remote_addr: Option<SocketAddr>,
@@ -58,14 +62,32 @@ impl Parts {
     #[inline(always)]
     pub(crate) fn finish(&mut self, head: &[u8], remote_addr: Option<SocketAddr>) {
         let target = self.parsed.target;
-        self.path_end = match find_query(target.get(head)) {
+        let bytes = target.get(head);
+        self.path_end = match find_query(bytes) {
             Some(i) => target.start + i as u32,
             None => target.end,
+        };
+        self.path_start = match bytes.first() {
+            Some(b'/') => target.start,
+            _ => target.start + path_offset(bytes),
         };
         self.head.clear();
         self.head.extend_from_slice(head);
         self.remote_addr = remote_addr;
     }
+}
+
+/// Where the path starts in a target that does not start with `/`: past `scheme://authority`
+/// in the absolute form, which a server must accept (RFC 9112 §3.2.2), else at 0.
+#[cold]
+fn path_offset(target: &[u8]) -> u32 {
+    let Some(authority) = target.windows(3).position(|w| w == b"://").map(|i| i + 3) else {
+        return 0;
+    };
+    target[authority..]
+        .iter()
+        .position(|&b| b == b'/' || b == b'?')
+        .map_or(target.len(), |i| authority + i) as u32
 }
 
 /// Where the first `?` of a target is: eight bytes at a time (four for a target shorter than
@@ -200,28 +222,10 @@ impl Request {
     /// The path's bytes (`/` for an empty path). The router matches on these, without a UTF-8
     /// check.
     pub(crate) fn path_bytes(&self) -> &[u8] {
-        let start = self.path_offset();
-        match &self.p.head[start as usize..self.p.path_end as usize] {
+        match &self.p.head[self.p.path_start as usize..self.p.path_end as usize] {
             b"" => b"/",
             path => path,
         }
-    }
-
-    /// Where the path starts in the head buffer: the target's start, or past
-    /// `scheme://authority` in the absolute form, which a server must accept (RFC 9112 §3.2.2).
-    fn path_offset(&self) -> u32 {
-        let target = self.p.parsed.target.get(&self.p.head);
-        if target.first() == Some(&b'/') {
-            return self.p.parsed.target.start;
-        }
-        let Some(authority) = target.windows(3).position(|w| w == b"://").map(|i| i + 3) else {
-            return self.p.parsed.target.start;
-        };
-        let path = target[authority..]
-            .iter()
-            .position(|&b| b == b'/' || b == b'?')
-            .map_or(target.len(), |i| authority + i);
-        self.p.parsed.target.start + path as u32
     }
 
     /// The query string after `?`, if any (undecoded).
