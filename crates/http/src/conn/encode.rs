@@ -203,6 +203,9 @@ impl ConnIo {
         {
             let mut w = self.write_buf.borrow_mut();
             if self.worker.write_ok_head(&mut w, ct, body.len() as u64) {
+                // A `memcpy` call even for a short body: two fixed-size copies overlapping in
+                // the middle, inline, came to more instructions with their two capacity checks
+                // (pipelined 1,477 -> 1,489 Ir/request for a 13-byte body).
                 w.extend_from_slice(body);
                 return Ok(());
             }

@@ -417,6 +417,8 @@ fn start(io: &Rc<ConnIo>, parts: &mut Rc<Parts>) -> Result<(Request, Answering),
     {
         let mut buf = io.read_buf.borrow_mut();
         unique(parts).finish(&buf[..head_len], Some(io.remote));
+        // Per request, not once per pass: parsing at an offset into the buffer and advancing
+        // at the end of the pass saved 3 Ir/request pipelined but cost 27 keep-alive.
         buf.advance(head_len);
     }
     if io.write_buf.borrow().capacity() == 0 {
@@ -438,7 +440,9 @@ fn start(io: &Rc<ConnIo>, parts: &mut Rc<Parts>) -> Result<(Request, Answering),
 /// Polls a handler's future. A panic answers 500 and sets `panicked`.
 ///
 /// Inlined: out of line it cost a call, and a copy of the response (112 bytes) into its
-/// return value; ~16 instructions a request.
+/// return value; ~16 instructions a request. The closure returns the poll itself: storing a
+/// ready response into an `Option` outside it instead, to spare `catch_unwind` moving the
+/// result, cost more (pipelined 1,482 -> 1,535 Ir/request).
 #[inline(always)]
 fn poll_caught(
     fut: Pin<&mut impl Future<Output = Response>>,
