@@ -294,14 +294,24 @@ fn parse_clean(
 ) -> Option<Result<(), ParseError>> {
     let buf = head_window(buf, limits);
     // Request line: method SP request-target SP HTTP-version CRLF.
-    let (method, mut pos) = if buf.starts_with(b"GET ") {
-        (Method::GET, 4)
+    // The method is stored as soon as it is known, while little else is live (carried to
+    // the store after the version, it cost the field loop registers), and only when it
+    // differs from the one there: a server parses every request of a connection into one
+    // head, and a store of a `Method` first checks whether the old one owns a heap copy,
+    // then writes all 24 bytes (wrk 680 -> 665, tiny 339 -> 326 Ir/parse). A `None` below
+    // leaves the head to the general path, which overwrites all of it.
+    let mut pos = if buf.starts_with(b"GET ") {
+        if head.method != Method::GET {
+            head.method = Method::GET;
+        }
+        4
     } else {
         let n = buf.iter().position(|&b| !is_tchar(b))?;
         if n == 0 || buf[n] != b' ' {
             return None;
         }
-        (method_of(&buf[..n]).ok()?, n + 1)
+        head.method = method_of(&buf[..n]).ok()?;
+        n + 1
     };
     let target_len = target_len(&buf[pos..])?;
     if target_len == 0 || target_len > limits.max_uri_len {
@@ -324,7 +334,6 @@ fn parse_clean(
     };
     pos += 11;
 
-    head.method = method;
     head.version = version;
     head.target = target;
     let mut framing = Framing::default();

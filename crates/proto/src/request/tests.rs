@@ -177,3 +177,32 @@ fn method_fast_path_matches_from_bytes() {
         );
     }
 }
+
+/// The fast path stores a `GET` only when the reused head holds another method: a head that
+/// held any method (an inline or a heap-held extension one too) gets the one parsed.
+#[test]
+fn reused_head_gets_each_method() {
+    let methods: [&[u8]; 7] = [
+        b"GET",
+        b"POST",
+        b"GET",
+        b"PURGE",
+        b"GET",
+        b"A-VERY-LONG-EXTENSION-METHOD",
+        b"GET",
+    ];
+    let mut head = RequestHead::default();
+    for method in methods.iter().chain(methods.iter().rev()) {
+        let mut input = method.to_vec();
+        input.extend_from_slice(b" / HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(
+            parse_request_into(&input, &Limits::default(), &mut head),
+            Ok(true)
+        );
+        assert_eq!(head.method, Method::from_bytes(method).unwrap());
+        assert_eq!(
+            Some(head.clone()),
+            parse_request(&input, &Limits::default()).unwrap()
+        );
+    }
+}
