@@ -206,3 +206,41 @@ fn reused_head_gets_each_method() {
         );
     }
 }
+
+/// Field values with HTAB (which stops the fast path's value scan) or any other byte at every
+/// place, at every length up to three chunks, as the only field and before another one: the
+/// fast path takes the HTABs, and answers as the general path does.
+#[test]
+fn values_with_htabs_agree_with_general_path() {
+    let limits = Limits::default();
+    for len in 1..50 {
+        for at in 0..len {
+            for b in [b'\t', b' ', 0, b'\n', b'\r', 0x1f, 0x7f, 0x80, 0xff] {
+                let mut value = vec![b'v'; len];
+                value[at] = b;
+                for after in [&b""[..], b"X-Next: 1\r\n"] {
+                    let input = [
+                        &b"GET / HTTP/1.1\r\nHost: a\r\nX-Value: "[..],
+                        &value,
+                        b"\r\n",
+                        after,
+                        b"\r\n",
+                    ]
+                    .concat();
+                    let mut head = RequestHead::default();
+                    let fast = parse_clean(&input, &limits, &mut head);
+                    if b == b'\t' {
+                        assert!(fast.is_some(), "{b:#x} at {at} of {len}");
+                    }
+                    if let Some(fast) = fast {
+                        assert_eq!(
+                            fast.map(|()| Some(head)),
+                            parse_general(&input, &limits),
+                            "{b:#x} at {at} of {len}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
