@@ -9,7 +9,9 @@
 //! That keeps error reporting deterministic however the bytes were split across reads, and
 //! keeps the diagnosis off the hot path.
 
-use crate::{HeaderSpan, HeaderSpans, ParseError, Span};
+use http::Version;
+
+use crate::{BodyKind, HeaderSpan, HeaderSpans, ParseError, Span};
 
 const fn byte_table(extra: &[u8], alnum: bool) -> [bool; 256] {
     let mut table = [false; 256];
@@ -233,6 +235,12 @@ pub(crate) struct Framing {
     pub expect_other: bool,
     /// The first malformed `Content-Length`, reported once the syntax is known to be fine.
     pub error: Option<ParseError>,
+    /// Something nearly every head is without: a `Transfer-Encoding` or `Expect` field, a
+    /// malformed or conflicting `Content-Length`, or a `Host` value the fast path's scan did
+    /// not find valid. While it is false, the framing rules come down to a few (see
+    /// [`Framing::usual`]), and the heads' `apply_fields` takes them without testing every
+    /// field above one by one.
+    pub rare: bool,
 }
 
 impl Framing {
@@ -242,6 +250,7 @@ impl Framing {
         match name.len() {
             4 if eq_lower(name, b"host") => self.add_host(value_span, false),
             6 if eq_lower(name, b"expect") => {
+                self.rare = true;
                 if eq_lower(value, b"100-continue") {
                     self.expect_continue = true;
                 } else {
@@ -255,6 +264,7 @@ impl Framing {
             10 if eq_lower(name, b"connection") => self.add_connection(value),
             14 if eq_lower(name, b"content-length") => self.add_content_length(value),
             17 if eq_lower(name, b"transfer-encoding") => {
+                self.rare = true;
                 self.te.get_or_insert_with(Default::default).add(value);
             }
             _ => {}
@@ -267,6 +277,34 @@ impl Framing {
         self.hosts += 1;
         self.host = value_span;
         self.host_checked = checked;
+        self.rare |= !checked;
+    }
+
+    /// Whether nothing [`rare`](Framing::rare) was seen and there is exactly one `Host`: the
+    /// head is then framed by its `Content-Length` alone, if any.
+    #[inline(always)]
+    pub(crate) fn usual(&self) -> bool {
+        self.hosts == 1 && !self.rare
+    }
+
+    /// `Content-Length` as a body: `Empty` for none or 0.
+    #[inline(always)]
+    pub(crate) fn length_body(&self) -> BodyKind {
+        match self.content_length {
+            None | Some(0) => BodyKind::Empty,
+            Some(len) => BodyKind::Length(len),
+        }
+    }
+
+    /// Whether the connection persists after this message, as far as `Connection` says
+    /// (RFC 9112 §9.3): HTTP/1.1 unless `close`, HTTP/1.0 only with `keep-alive`.
+    #[inline(always)]
+    pub(crate) fn persistent(&self, version: Version) -> bool {
+        if version == Version::HTTP_11 {
+            !self.close
+        } else {
+            self.keep_alive && !self.close
+        }
     }
 
     /// A `Connection` field's value.
@@ -299,7 +337,7 @@ impl Framing {
         }
         for element in value.split(|&b| b == b',') {
             let Some(n) = parse_decimal(trim_ows(element)) else {
-                self.error = Some(ParseError::InvalidContentLength);
+                self.fail(ParseError::InvalidContentLength);
                 return;
             };
             if !self.add_length(n) {
@@ -308,11 +346,18 @@ impl Framing {
         }
     }
 
+    /// Records the error a `Content-Length` field makes, which the head then reports.
+    #[cold]
+    fn fail(&mut self, err: ParseError) {
+        self.error = Some(err);
+        self.rare = true;
+    }
+
     /// Takes one `Content-Length` number: false (and the error set) if an earlier one differs.
     fn add_length(&mut self, n: u64) -> bool {
         match self.content_length {
             Some(previous) if previous != n => {
-                self.error = Some(ParseError::ConflictingContentLength);
+                self.fail(ParseError::ConflictingContentLength);
                 false
             }
             _ => {

@@ -237,6 +237,15 @@ fn finish(
 #[inline]
 fn apply_fields(head: &mut RequestHead, buf: &[u8], framing: Framing) -> Result<(), ParseError> {
     let version = head.version;
+    // One checked Host and nothing rare: no rule below can fail, and the body is the
+    // `Content-Length`'s, with no `Expect` to honour. One test for all of them instead of
+    // one each (wrk head 645 -> 630, tiny 325 -> 310, browser 2,724 -> 2,709 Ir/parse).
+    if framing.usual() {
+        head.keep_alive = framing.persistent(version);
+        head.expect_continue = false;
+        head.body = framing.length_body();
+        return Ok(());
+    }
     if let Some(err) = framing.error {
         return Err(err);
     }
@@ -266,11 +275,7 @@ fn apply_fields(head: &mut RequestHead, buf: &[u8], framing: Framing) -> Result<
         return Err(ParseError::UnsupportedExpectation);
     }
 
-    head.keep_alive = if version == Version::HTTP_11 {
-        !framing.close
-    } else {
-        framing.keep_alive && !framing.close
-    };
+    head.keep_alive = framing.persistent(version);
     head.expect_continue =
         framing.expect_continue && version == Version::HTTP_11 && body != BodyKind::Empty;
     head.body = body;

@@ -244,3 +244,109 @@ fn values_with_htabs_agree_with_general_path() {
         }
     }
 }
+
+/// Heads the fast path takes that each need one of the rules `Framing::usual` lets the usual
+/// head skip: every one is still enforced, with the answer the general path gives, whether
+/// the head is parsed fresh or into one that held a usual head before.
+#[test]
+fn rare_fields_take_every_rule() {
+    use ParseError::*;
+    let limits = Limits::default();
+    // The head, and its body, keep_alive and expect_continue, or the error.
+    type Case = (&'static [u8], Result<(BodyKind, bool, bool), ParseError>);
+    let cases: &[Case] = &[
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+            Ok((BodyKind::Empty, true, false)),
+        ),
+        (b"GET / HTTP/1.1\r\n\r\n", Err(MissingHost)),
+        (
+            b"GET / HTTP/1.0\r\n\r\n",
+            Ok((BodyKind::Empty, false, false)),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n",
+            Err(DuplicateHost),
+        ),
+        (b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", Err(InvalidHost)),
+        (b"GET / HTTP/1.1\r\nHost:a b\r\n\r\n", Err(InvalidHost)),
+        (
+            b"GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n",
+            Ok((BodyKind::Empty, true, false)),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nhost:a\r\n\r\n",
+            Ok((BodyKind::Empty, true, false)),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n",
+            Ok((BodyKind::Length(5), true, false)),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n",
+            Ok((BodyKind::Empty, true, false)),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n",
+            Err(InvalidContentLength),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            Err(ConflictingContentLength),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 2, 2\r\n\r\n",
+            Ok((BodyKind::Length(2), true, false)),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n",
+            Err(TransferEncodingWithContentLength),
+        ),
+        (
+            b"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+            Err(TransferEncodingOnHttp10),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
+            Err(ChunkedNotLast),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+            Ok((BodyKind::Chunked, true, false)),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n",
+            Ok((BodyKind::Length(1), true, true)),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\n",
+            Ok((BodyKind::Empty, true, false)),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nExpect: other\r\n\r\n",
+            Err(UnsupportedExpectation),
+        ),
+        (
+            b"GET / HTTP/1.0\r\nExpect: other\r\nConnection: keep-alive\r\n\r\n",
+            Ok((BodyKind::Empty, true, false)),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+            Ok((BodyKind::Empty, false, false)),
+        ),
+    ];
+    for (input, want) in cases {
+        let text = String::from_utf8_lossy(input);
+        for mut head in [
+            RequestHead::default(),
+            parse_request(CLEAN[0], &limits).unwrap().unwrap(),
+        ] {
+            let fast = parse_clean(input, &limits, &mut head).expect(&text);
+            let got = fast.map(|()| (head.body, head.keep_alive, head.expect_continue));
+            assert_eq!(&got, want, "{text}");
+            let general = parse_general(input, &limits)
+                .map(|head| head.map(|h| (h.body, h.keep_alive, h.expect_continue)));
+            assert_eq!(general, want.clone().map(Some), "{text}");
+        }
+    }
+}

@@ -64,3 +64,80 @@ Content-Type: text/plain\r\nContent-Length: 13\r\nConnection: keep-alive\r\n\r\n
         }
     }
 }
+
+/// Responses the fast path takes that each need a rule `Framing::rare` lets the usual head
+/// skip (Transfer-Encoding, a bad Content-Length), and usual ones around them: the same
+/// answer as the general path.
+#[test]
+fn rare_fields_take_every_rule() {
+    use ParseError::*;
+    let limits = Limits::default();
+    // The head, whether it answers HEAD, and its body and keep_alive, or the error.
+    type Case = (&'static [u8], bool, Result<(BodyKind, bool), ParseError>);
+    let cases: &[Case] = &[
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n",
+            false,
+            Ok((BodyKind::Length(3), true)),
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n",
+            true,
+            Ok((BodyKind::Empty, true)),
+        ),
+        (
+            b"HTTP/1.1 204 No\r\nContent-Length: 3\r\n\r\n",
+            false,
+            Ok((BodyKind::Empty, true)),
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\n\r\n",
+            false,
+            Ok((BodyKind::Eof, false)),
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nHost: a b\r\n\r\n",
+            false,
+            Ok((BodyKind::Eof, false)),
+        ),
+        (
+            b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n",
+            false,
+            Ok((BodyKind::Empty, false)),
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+            false,
+            Err(InvalidContentLength),
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            false,
+            Err(ConflictingContentLength),
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n",
+            false,
+            Ok((BodyKind::Chunked, false)),
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+            false,
+            Ok((BodyKind::Eof, false)),
+        ),
+        (
+            b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            false,
+            Err(TransferEncodingOnHttp10),
+        ),
+    ];
+    for &(input, head_request, ref want) in cases {
+        let text = String::from_utf8_lossy(input);
+        let mut head = ResponseHead::default();
+        let fast = parse_clean(input, &limits, head_request, &mut head).expect(&text);
+        assert_eq!(&fast.map(|()| (head.body, head.keep_alive)), want, "{text}");
+        let general = parse_general(input, &limits, head_request)
+            .map(|head| head.map(|h| (h.body, h.keep_alive)));
+        assert_eq!(general, want.clone().map(Some), "{text}");
+    }
+}
