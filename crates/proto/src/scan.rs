@@ -45,6 +45,11 @@ macro_rules! clean_fields {
         let (buf, mut pos): (&[u8], usize) = ($buf, $pos);
         let (headers, framing): (&mut $crate::HeaderSpans, &mut $crate::headers::Framing) =
             ($headers, $framing);
+        // Cleared and pushed onto, though each push checks whether the array is inline or on
+        // the heap: writing over the spans of the head parsed before through a slice taken
+        // once (pushing only past its end, truncating after the loop) cost more, as its
+        // pointer, its length and the count went to the stack (wrk 645 -> 669, tiny
+        // 325 -> 341 Ir/parse).
         headers.clear();
         let mut fields_left: usize = $max_headers;
         if buf.get(pos..pos + 2)? == b"\r\n" {
