@@ -68,6 +68,13 @@ struct worker {
 	struct floor_response response;
 };
 
+#ifdef FIXED_FILES
+/* -DFIXED_FILES=N (one worker only): receives and sends on a registered file table of N slots,
+ * slot = descriptor, each connection registered with one io_uring_register_files_update. An
+ * experiment (docs/why-io-uring.md: it measured nothing), not how bench/run builds the floor. */
+static struct io_uring *fixed_ring;
+#endif
+
 static void die(const char *what)
 {
 	perror(what);
@@ -110,6 +117,9 @@ static void arm_recv(struct worker *w, struct connection *c)
 	else
 		io_uring_prep_recv(sqe, c->fd, NULL, 0, 0);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
+#ifdef FIXED_FILES
+	sqe->flags |= IOSQE_FIXED_FILE;
+#endif
 	sqe->buf_group = BUF_GROUP;
 	io_uring_sqe_set_data64(sqe, (__u64)(uintptr_t)c | OP_RECV);
 	c->recv_armed = 1;
@@ -119,6 +129,9 @@ static void arm_send(struct worker *w, struct connection *c)
 {
 	struct io_uring_sqe *sqe = sqe_get(w);
 	io_uring_prep_send(sqe, c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+#ifdef FIXED_FILES
+	sqe->flags |= IOSQE_FIXED_FILE;
+#endif
 	io_uring_sqe_set_data64(sqe, (__u64)(uintptr_t)c | OP_SEND);
 	c->send_inflight = 1;
 }
@@ -128,6 +141,10 @@ static void connection_release(struct connection *c)
 {
 	if (c->recv_armed || c->send_inflight)
 		return;
+#ifdef FIXED_FILES
+	int none = -1; /* the table holds the socket open until its slot is emptied */
+	io_uring_register_files_update(fixed_ring, (unsigned)c->fd, &none, 1);
+#endif
 	close(c->fd);
 	free(c->out);
 	free(c->next);
@@ -199,6 +216,10 @@ static void on_accept(struct worker *w, struct io_uring_cqe *cqe)
 	if (!c)
 		die("floor: calloc");
 	c->fd = fd;
+#ifdef FIXED_FILES
+	if (io_uring_register_files_update(&w->ring, (unsigned)fd, &fd, 1) != 1)
+		die("floor: io_uring_register_files_update");
+#endif
 	arm_recv(w, c);
 }
 
@@ -301,6 +322,11 @@ static void ring_setup(struct worker *w)
 		die_errno("floor: io_uring_queue_init_params", -ret);
 	if (!(w->ring.features & IORING_FEAT_FAST_POLL))
 		fprintf(stderr, "floor_uring: kernel lacks IORING_FEAT_FAST_POLL; expect io-wq threads\n");
+#ifdef FIXED_FILES
+	fixed_ring = &w->ring;
+	if (io_uring_register_files_sparse(&w->ring, FIXED_FILES) < 0)
+		die("floor: io_uring_register_files_sparse");
+#endif
 	io_uring_register_ring_fd(&w->ring); /* optional (5.18): saves an fd lookup per enter */
 
 	/* The provided-buffer ring (liburing 2.3 has no io_uring_setup_buf_ring: done by hand). */
