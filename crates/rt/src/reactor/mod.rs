@@ -185,16 +185,21 @@ impl Readiness {
         }
         if flags.intersects(EventFlags::IN | EventFlags::RDHUP | error) {
             self.ready |= READABLE;
-            if let Some(w) = self.reader.take() {
-                to_wake.push(w); // not `extend`: its reserve costs more than the push
-            }
+            queue_waker(&mut self.reader, to_wake);
         }
         if flags.intersects(EventFlags::OUT | error) {
             self.ready |= WRITABLE;
-            if let Some(w) = self.writer.take() {
-                to_wake.push(w); // not `extend`: its reserve costs more than the push
-            }
+            queue_waker(&mut self.writer, to_wake);
         }
+    }
+}
+
+/// Moves the waker in `waiting`, if any, to `to_wake`: a push, not `Vec::extend`, whose reserve
+/// costs more (io_uring's `State::complete`: 167 -> 162 Ir per keep-alive request, two
+/// completions).
+fn queue_waker(waiting: &mut Option<Waker>, to_wake: &mut Vec<Waker>) {
+    if let Some(w) = waiting.take() {
+        to_wake.push(w);
     }
 }
 

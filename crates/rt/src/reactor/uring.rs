@@ -39,7 +39,7 @@ use rustix::net::addr::{SocketAddrLen, SocketAddrStorage};
 use rustix::net::{SendFlags, SocketAddrAny};
 use slab::Slab;
 
-use super::{shutdown, Direction, Kind, Notifier, Readiness, READABLE, WRITABLE};
+use super::{queue_waker, shutdown, Direction, Kind, Notifier, Readiness, READABLE, WRITABLE};
 use buf_ring::{BufRing, Received};
 
 mod buf_ring;
@@ -632,9 +632,7 @@ impl State {
             let rest = &slot.sending[slot.sent..];
             let len = rest.len().min(u32::MAX as usize) as u32;
             let mut flags = SendFlags::NOSIGNAL;
-            if slot.shutdown_write {
-                flags |= SendFlags::MORE; // held for the shutdown: they leave with the FIN
-            }
+            flags.set(SendFlags::MORE, slot.shutdown_write); // held: they go with the FIN
             let sqe = opcode::Send::new(types::Fd(slot.fd), rest.as_ptr(), len)
                 .flags(flags.bits() as i32)
                 .build();
@@ -715,7 +713,7 @@ impl State {
                 }
             },
             OP_RECV => {
-                self.to_wake.extend(slot.io.reader.take());
+                queue_waker(&mut slot.io.reader, &mut self.to_wake);
                 if let Some(buf) = cqueue::buffer_select(flags) {
                     self.bufs.lent += 1;
                     if result > 0 && !dropped {
@@ -740,7 +738,7 @@ impl State {
                 }
             }
             OP_SEND => {
-                self.to_wake.extend(slot.io.writer.take());
+                queue_waker(&mut slot.io.writer, &mut self.to_wake);
                 if result < 0 {
                     slot.send_error = Some(-result);
                     slot.unsent = Vec::new();
@@ -759,7 +757,7 @@ impl State {
                 }
             }
             OP_ACCEPT => {
-                self.to_wake.extend(slot.io.reader.take());
+                queue_waker(&mut slot.io.reader, &mut self.to_wake);
                 if result >= 0 {
                     // SAFETY: the kernel returned a new descriptor that nothing else owns.
                     let fd = unsafe { OwnedFd::from_raw_fd(result) };
