@@ -182,6 +182,40 @@ pub(crate) const BYTES: &[u8] = &[
     0x10,
 ];
 
+/// The bytes the exhaustive mutation tests put in place of, or before, each byte of a seed
+/// head: the ones the grammar and the fast path's scanners stop at or treat specially (line
+/// ends, OWS, the colon, list and host delimiters, `_` and `@` that no plain name or host
+/// holds, DEL, obs-text), and ordinary ones.
+pub(crate) const INTERESTING: &[u8] = &[
+    0x00, b'\t', b'\n', b'\r', b' ', b':', b',', b'/', b'@', b'[', b']', b'_', 0x7f, 0x80, 0xff,
+    b'A', b'0', b'?', b';',
+];
+
+/// Calls `f` on `seed` and on every head one step away from it: each byte replaced by each of
+/// [`INTERESTING`], each of them inserted at every place (the end too), each byte deleted.
+/// Every mutation is made in one buffer and undone after, so no case allocates.
+pub(crate) fn each_mutation(seed: &[u8], mut f: impl FnMut(&[u8])) {
+    let mut m = seed.to_vec();
+    f(&m);
+    for at in 0..=seed.len() {
+        for &b in INTERESTING {
+            m.insert(at, b);
+            f(&m);
+            m.remove(at);
+            if at < seed.len() && seed[at] != b {
+                m[at] = b;
+                f(&m);
+                m[at] = seed[at];
+            }
+        }
+        if at < seed.len() {
+            m.remove(at);
+            f(&m);
+            m.insert(at, seed[at]);
+        }
+    }
+}
+
 /// Usually one of the first `good` pieces of `list`, now and then any of them.
 pub(crate) fn nasty(rng: &mut Rng, list: &[&'static [u8]], good: usize) -> &'static [u8] {
     if rng.chance(30) {

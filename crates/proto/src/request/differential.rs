@@ -69,8 +69,13 @@ fn httparse_agrees(input: &[u8], head: &RequestHead) -> Result<(), String> {
 /// accepts is one httparse parses the same way and the strict walk finds clean. Returns
 /// whether the fast path answered.
 fn check(input: &[u8], limits: &Limits) -> bool {
-    let mut head = RequestHead::default();
-    let Some(fast) = parse_clean(input, limits, &mut head) else {
+    check_into(input, limits, &mut RequestHead::default())
+}
+
+/// [`check`], the fast path parsing into `head`, which may hold an earlier request's head (a
+/// server parses every request of a connection into one): nothing of it may show through.
+fn check_into(input: &[u8], limits: &Limits, head: &mut RequestHead) -> bool {
+    let Some(fast) = parse_clean(input, limits, head) else {
         // The general path answers alone; it must not panic.
         let _ = parse_general(input, limits);
         return false;
@@ -358,5 +363,80 @@ mod generated {
                 assert_eq!(fast, want, "fast path on {shown:?}");
             }
         }
+    }
+}
+
+/// Every head one byte away from a seed, parsed fresh and into heads that held other requests.
+#[cfg(test)]
+mod mutated {
+    use super::*;
+    use crate::generate::each_mutation;
+
+    /// Heads that reach each of the fast path's shortcuts: a plain Host and others (an IP
+    /// literal, a port, none, an empty one), the names matched whole in either case and names
+    /// only just shorter or longer, names of plain bytes and of other `tchar`s, long names
+    /// that cross a 16-byte step, HTAB in values, every framing field, HTTP/1.0, another
+    /// method than `GET`, a body and a next request after the head, a head whose last field
+    /// is too near its end for a whole word.
+    const SEEDS: &[&[u8]] = &[
+        b"GET /plaintext HTTP/1.1\r\nHost: localhost:8080\r\nAccept: text/plain\r\n\
+          Connection: keep-alive\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHost: b\r\n\r\n",
+        b"POST /submit?x=1 HTTP/1.1\r\nHost: [::1]:8080\r\nContent-Length: 5\r\n\
+          Expect: 100-continue\r\n\r\nhello",
+        b"PUT /u HTTP/1.1\r\nhost: a.b-c\r\nTransfer-Encoding: chunked\r\nX-Tab:\ta\tb \t\r\n\r\n\
+          0\r\n\r\n",
+        b"GET http://a/b HTTP/1.0\r\nConnection: Keep-Alive\r\nX.Dotted_Name~1: v\r\n\r\n",
+        b"GET /articles/2024?page=2 HTTP/1.1\r\nHOST: www.example.com\r\n\
+          User-Agent: Mozilla/5.0 (X11; Linux x86_64)\r\nACCEPT: text/html,*/*;q=0.8\r\n\
+          Accept-Encoding: gzip, br\r\nUpgrade-Insecure-Requests: 1\r\nCookie: a=1; b=2\r\n\
+          Sec-Fetch-Dest: document\r\nContent-Length: 0\r\n\r\n",
+        b"OPTIONS * HTTP/1.1\r\nHost:\r\nCONNECTION: close, upgrade\r\nHosts: x\r\nAccepts: y\r\n\
+          Connections: z\r\nX: \r\n\r\n",
+        b"DELETE /x HTTP/1.1\r\nConnection: close\r\nHost: a_b\r\n\r\n",
+        b"GET / HTTP/1.1\r\nX-Value: 1\r\nhost: 10.0.0.1\r\n\r\n",
+    ];
+
+    /// Earlier requests, each unlike the seeds in every part of the head: an extension method
+    /// held on the heap, HTTP/1.0, more fields than the span array holds inline, a chunked or
+    /// sized body, `expect_continue` set, keep-alive either way.
+    const EARLIER: &[&[u8]] = &[
+        b"A-VERY-LONG-EXTENSION-METHOD /an/earlier/and/much/longer/target HTTP/1.1\r\n\
+          Host: earlier.example\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\
+          X-1: 1\r\nX-2: 2\r\nX-3: 3\r\nX-4: 4\r\nX-5: 5\r\nX-6: 6\r\nX-7: 7\r\n\r\n",
+        b"POST /e HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 7\r\n\r\n",
+        b"GET /c HTTP/1.1\r\nHost: c\r\nConnection: close\r\n\r\n",
+    ];
+
+    /// Each seed and every mutation of it (see [`each_mutation`]): where the fast path answers,
+    /// it answers as the general path does, parsed into a fresh head, into the head of each
+    /// earlier request, and into one head reused for every case in turn (left as whatever the
+    /// case before made of it, an unfinished or refused parse too).
+    #[test]
+    fn fast_path_agrees_on_every_one_byte_mutation() {
+        let limits = Limits::default();
+        let earlier: Vec<RequestHead> = EARLIER
+            .iter()
+            .map(|input| parse_request(input, &limits).unwrap().unwrap())
+            .collect();
+        let mut running = earlier[0].clone();
+        let (mut cases, mut taken) = (0usize, 0usize);
+        for seed in SEEDS {
+            assert!(check(seed, &limits), "{:?}", String::from_utf8_lossy(seed));
+            each_mutation(seed, |input| {
+                cases += 1;
+                if check(input, &limits) {
+                    taken += 1;
+                    for stale in &earlier {
+                        check_into(input, &limits, &mut stale.clone());
+                    }
+                }
+                check_into(input, &limits, &mut running);
+            });
+        }
+        assert!(
+            taken > cases / 4,
+            "the fast path took only {taken} of {cases}"
+        );
     }
 }

@@ -64,8 +64,13 @@ fn httparse_agrees(input: &[u8], head: &ResponseHead) -> Result<(), String> {
 /// accepts is one httparse parses the same way and the strict walk finds clean. Returns
 /// whether the fast path answered.
 fn check(input: &[u8], limits: &Limits, head_request: bool) -> bool {
-    let mut head = ResponseHead::default();
-    let Some(fast) = parse_clean(input, limits, head_request, &mut head) else {
+    check_into(input, limits, head_request, &mut ResponseHead::default())
+}
+
+/// [`check`], the fast path parsing into `head`, which may hold an earlier response's head (a
+/// client parses every response of a connection into one): nothing of it may show through.
+fn check_into(input: &[u8], limits: &Limits, head_request: bool, head: &mut ResponseHead) -> bool {
+    let Some(fast) = parse_clean(input, limits, head_request, head) else {
         // The general path answers alone; it must not panic.
         let _ = parse_general(input, limits, head_request);
         return false;
@@ -89,6 +94,77 @@ fn check(input: &[u8], limits: &Limits, head_request: bool) -> bool {
         }
     }
     true
+}
+
+#[cfg(test)]
+mod mutated {
+    use super::*;
+    use crate::generate::each_mutation;
+
+    /// Heads that reach each of the fast path's shortcuts: the usual `200 OK` line and other
+    /// status lines (no reason, no SP before it, HTTP/1.0, no body by status), the names
+    /// matched whole in either case and names only just shorter or longer, a name that
+    /// crosses a 16-byte step, HTAB in values, every framing field, a body after the head.
+    const SEEDS: &[&[u8]] = &[
+        b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Tue, 24 Nov 2026 03:45:54 GMT\r\n\
+          Content-Type: text/plain\r\nContent-Length: 13\r\nConnection: keep-alive\r\n\r\n\
+          Hello, World!",
+        b"HTTP/1.1 200 OK\r\nSERVER: volt\r\nDATE: x\r\nCONTENT-TYPE: a\r\ncontent-length: 2\r\n\r\nhi",
+        b"HTTP/1.1 204 No Content\r\nConnection: close\r\nServers: a\r\nDates: b\r\n\r\n",
+        b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\nCONNECTION: Keep-Alive\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nX-Tab:\ta\t\r\n\r\n0\r\n\r\n",
+        b"HTTP/1.1 404\r\nContent-Types: text/html\r\nContent-Lengths: 1\r\nContent-Length:0\r\n\r\n",
+        b"HTTP/1.1 304 \r\nX.Dotted_Name~1: v\r\nAccess-Control-Allow-Origin: *\r\n\r\n",
+        b"HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n",
+    ];
+
+    /// Earlier responses, each unlike the seeds in every part of the head: another version,
+    /// status and reason, more fields than the span array holds inline, a chunked body with a
+    /// length too (keep-alive off), a body read to the close.
+    const EARLIER: &[&[u8]] = &[
+        b"HTTP/1.1 599 A Much Longer Reason Phrase Than Any Seed Has\r\n\
+          Transfer-Encoding: chunked\r\nContent-Length: 3\r\nX-1: 1\r\nX-2: 2\r\nX-3: 3\r\n\
+          X-4: 4\r\nX-5: 5\r\nX-6: 6\r\nX-7: 7\r\nX-8: 8\r\n\r\n",
+        b"HTTP/1.0 500 Internal Server Error\r\n\r\n",
+    ];
+
+    /// Each seed and every mutation of it (see [`each_mutation`]), as the answer to a `HEAD`
+    /// and to any other request: where the fast path answers, it answers as the general path
+    /// does, parsed into a fresh head, into the head of each earlier response, and into one
+    /// head reused for every case in turn (left as whatever the case before made of it).
+    #[test]
+    fn fast_path_agrees_on_every_one_byte_mutation() {
+        let limits = Limits::default();
+        let earlier: Vec<ResponseHead> = EARLIER
+            .iter()
+            .map(|input| parse_response(input, &limits, false).unwrap().unwrap())
+            .collect();
+        let mut running = earlier[0].clone();
+        let (mut cases, mut taken) = (0usize, 0usize);
+        for seed in SEEDS {
+            assert!(
+                check(seed, &limits, false),
+                "{:?}",
+                String::from_utf8_lossy(seed)
+            );
+            each_mutation(seed, |input| {
+                for head_request in [false, true] {
+                    cases += 1;
+                    if check(input, &limits, head_request) {
+                        taken += 1;
+                        for stale in &earlier {
+                            check_into(input, &limits, head_request, &mut stale.clone());
+                        }
+                    }
+                    check_into(input, &limits, head_request, &mut running);
+                }
+            });
+        }
+        assert!(
+            taken > cases / 4,
+            "the fast path took only {taken} of {cases}"
+        );
+    }
 }
 
 #[cfg(test)]
