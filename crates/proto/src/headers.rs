@@ -228,8 +228,6 @@ pub(crate) struct Framing {
     pub keep_alive: bool,
     pub hosts: u32,
     pub host: Span,
-    /// The fast path's scan already found `host` valid (see `scan::host_value_end`).
-    pub host_checked: bool,
     pub expect_continue: bool,
     /// `Expect` lists a member other than `100-continue`.
     pub expect_other: bool,
@@ -273,10 +271,11 @@ impl Framing {
 
     /// A field already known to be `Host` (the fast path matches a few names itself).
     #[inline]
+    /// `checked`: the fast path's scan already found the value valid
+    /// (`scan::host_value_end`); any other `Host` is rare, and checked with the rules.
     pub(crate) fn add_host(&mut self, value_span: Span, checked: bool) {
         self.hosts += 1;
         self.host = value_span;
-        self.host_checked = checked;
         self.rare |= !checked;
     }
 

@@ -253,9 +253,8 @@ fn apply_fields(head: &mut RequestHead, buf: &[u8], framing: Framing) -> Result<
     match framing.hosts {
         0 if version == Version::HTTP_11 => return Err(ParseError::MissingHost),
         0 => {}
-        1 if !framing.host_checked && !is_valid_host(framing.host.get(buf)) => {
-            return Err(ParseError::InvalidHost)
-        }
+        // Checked again even if the fast path's scan found it valid: this path is rare.
+        1 if !is_valid_host(framing.host.get(buf)) => return Err(ParseError::InvalidHost),
         1 => {}
         _ => return Err(ParseError::DuplicateHost),
     }
