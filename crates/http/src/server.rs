@@ -29,9 +29,9 @@ use volt_rt::JoinHandle;
 use crate::config::Config;
 use crate::service::Service;
 
-/// Spare buffers a worker keeps for connections to reuse, of each kind (read, write): in its
-/// pools, or left with idle keep-alive connections (see [`Worker::keep_idle_buffers`]); one
-/// budget for both, so keeping them idle costs no memory the pools would not hold anyway.
+/// Spare buffers a worker keeps for connections to reuse, of each kind (read, write). Idle
+/// connections hold none: they give theirs back
+/// ([`ConnIo::release_buffers`](crate::conn::ConnIo::release_buffers)).
 const POOL_SIZE: usize = 256;
 pub(crate) const READ_BUF: usize = 8 * 1024;
 
@@ -293,8 +293,6 @@ pub(crate) struct Worker {
     closed_waiter: RefCell<Option<Waker>>,
     read_pool: RefCell<Vec<BytesMut>>,
     write_pool: RefCell<Vec<Vec<u8>>>,
-    /// Idle connections holding their buffers (with the pooled ones, at most [`POOL_SIZE`]).
-    idle_with_buffers: Cell<usize>,
 }
 
 /// Content types a worker keeps whole response heads for.
@@ -399,7 +397,6 @@ impl Worker {
             closed_waiter: RefCell::new(None),
             read_pool: RefCell::new(Vec::new()),
             write_pool: RefCell::new(Vec::new()),
-            idle_with_buffers: Cell::new(0),
         }
     }
 
@@ -524,14 +521,14 @@ impl Worker {
 
     pub(crate) fn give_read_buf(&self, buf: BytesMut) {
         let mut pool = self.read_pool.borrow_mut();
-        if buf.is_empty() && buf.capacity() >= READ_BUF && pool.len() < self.pool_room() {
+        if buf.is_empty() && buf.capacity() >= READ_BUF && pool.len() < POOL_SIZE {
             pool.push(buf);
         }
     }
 
     pub(crate) fn give_write_buf(&self, mut buf: Vec<u8>) {
         let mut pool = self.write_pool.borrow_mut();
-        if buf.capacity() > 0 && pool.len() < self.pool_room() {
+        if buf.capacity() > 0 && pool.len() < POOL_SIZE {
             buf.clear();
             pool.push(buf);
         }
@@ -539,35 +536,6 @@ impl Worker {
 
     pub(crate) fn take_write_buf(&self) -> Vec<u8> {
         self.write_pool.borrow_mut().pop().unwrap_or_default()
-    }
-
-    /// How many buffers of a kind the pool may hold: the spare-buffer budget less those idle
-    /// connections keep.
-    fn pool_room(&self) -> usize {
-        POOL_SIZE.saturating_sub(self.idle_with_buffers.get())
-    }
-
-    /// Whether a connection going idle may keep its buffers (then counted until
-    /// [`Worker::idle_buffers_back`]), so that the next request on a keep-alive connection
-    /// neither gives them back nor takes them again. Out of the pools' budget: buffers kept by
-    /// idle connections and buffers in a pool together are at most [`POOL_SIZE`] of a kind.
-    pub(crate) fn keep_idle_buffers(&self) -> bool {
-        let n = self.idle_with_buffers.get();
-        let keep = n + self
-            .read_pool
-            .borrow()
-            .len()
-            .max(self.write_pool.borrow().len())
-            < POOL_SIZE;
-        if keep {
-            self.idle_with_buffers.set(n + 1);
-        }
-        keep
-    }
-
-    /// A connection that kept its buffers is no longer idle (or is gone).
-    pub(crate) fn idle_buffers_back(&self) {
-        self.idle_with_buffers.set(self.idle_with_buffers.get() - 1);
     }
 
     async fn connection_closed(&self) {
@@ -605,34 +573,5 @@ impl Worker {
                 break;
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Idle connections holding their buffers and the pools share one budget; a connection
-    /// that wakes up makes room for another.
-    #[test]
-    fn idle_connections_keeping_buffers_are_bounded() {
-        let worker = Worker::new(Arc::new(Config::default()));
-        worker.give_read_buf(BytesMut::with_capacity(READ_BUF));
-        for _ in 1..POOL_SIZE {
-            assert!(worker.keep_idle_buffers());
-        }
-        // The pooled buffer and the kept ones fill the budget.
-        assert!(!worker.keep_idle_buffers());
-        worker.idle_buffers_back();
-        assert!(worker.keep_idle_buffers());
-        assert!(!worker.keep_idle_buffers());
-        // Each pool has room for what the kept pairs leave of the budget: one buffer here.
-        let _ = worker.take_read_buf();
-        for _ in 0..2 {
-            worker.give_read_buf(BytesMut::with_capacity(READ_BUF));
-            worker.give_write_buf(Vec::with_capacity(64));
-        }
-        assert_eq!(worker.read_pool.borrow().len(), 1);
-        assert_eq!(worker.write_pool.borrow().len(), 1);
     }
 }

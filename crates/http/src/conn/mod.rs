@@ -49,11 +49,6 @@ pub(crate) use reader::BodyReader;
 const MIN_READ: usize = 4 * 1024;
 /// Least capacity of a write buffer taken for a response.
 const MIN_WRITE: usize = 1024;
-/// Largest read buffer an idle connection may keep (see [`ConnIo::park_buffers`]): about the
-/// pool's size.
-const IDLE_READ_MAX: usize = 2 * READ_BUF;
-/// Largest write buffer an idle connection may keep: one that held no large response.
-const IDLE_WRITE_MAX: usize = 16 * 1024;
 
 /// The socket and both buffers of a connection.
 pub(crate) struct ConnIo {
@@ -70,11 +65,6 @@ pub(crate) struct ConnIo {
     remote: SocketAddr,
     /// Cleartext, and no request yet: an HTTP/2 preface here switches to HTTP/2.
     h2_possible: Cell<bool>,
-    /// Idle with its buffers, counted by [`Worker::keep_idle_buffers`].
-    kept_buffers: Cell<bool>,
-    /// Has been idle before: a connection that came back is the kind that may keep its
-    /// buffers while idle ([`ConnIo::park_buffers`]).
-    returning: Cell<bool>,
 }
 
 /// What the connection does after a response.
@@ -100,8 +90,6 @@ pub(crate) fn new_conn(stream: Transport, remote: SocketAddr, worker: Rc<Worker>
         timer: RefCell::new(sleep_until(Instant::now())),
         remote,
         h2_possible,
-        kept_buffers: Cell::new(false),
-        returning: Cell::new(false),
     })
 }
 
@@ -152,11 +140,10 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usi
             None => volt_rt::time::now() + io.worker.config.idle_timeout,
         };
         if idle {
-            io.park_buffers();
+            io.release_buffers();
             io.worker.set_idle(slot, true);
             let ready = io.readable(deadline).await.is_some();
             io.worker.set_idle(slot, false);
-            io.unpark_buffers();
             if !ready {
                 return; // idle timeout: close quietly
             }
@@ -703,37 +690,14 @@ impl ConnIo {
             || (buf.len() > limits.max_uri_len && !buf[..unfinished].contains(&b'\n'))
     }
 
-    /// Going idle: the buffers go back to the worker's pool, unless this connection came back
-    /// from idle before and the worker lets it keep them ([`Worker::keep_idle_buffers`]: while
-    /// the worker's spare-buffer budget, shared with its pools, has room, and only small
-    /// buffers). A busy keep-alive client's next request then finds them in place (giving them
-    /// back and taking them again cost ~145 instructions a request), while the connection that
-    /// asked once and went quiet, the usual idle one, holds none: 0.9 KiB per idle connection
-    /// instead of 1.11 over 5,000 (BENCHMARKS.md, idle-memory).
-    fn park_buffers(&self) {
-        let (read, write) = (self.read_buf.borrow(), self.write_buf.borrow());
-        // A connection that has read nothing yet (every new one, once) holds nothing to give.
-        if read.capacity() == 0 && write.capacity() == 0 {
-            return;
-        }
-        let small = read.capacity() <= IDLE_READ_MAX && write.capacity() <= IDLE_WRITE_MAX;
-        drop((read, write));
-        let returning = self.returning.replace(true);
-        if small && returning && self.worker.keep_idle_buffers() {
-            self.kept_buffers.set(true);
-        } else {
-            self.release_buffers();
-        }
-    }
-
-    /// No longer idle: buffers kept by [`ConnIo::park_buffers`] no longer count as idle.
-    fn unpark_buffers(&self) {
-        if self.kept_buffers.replace(false) {
-            self.worker.idle_buffers_back();
-        }
-    }
-
-    /// Gives both buffers back to the worker's pool.
+    /// Gives both buffers back to the worker's pools: on going idle, and when closed.
+    ///
+    /// Every time, not only for a quiet connection: the pools hand out the buffer given back
+    /// last, still in the CPU's cache, while a busy keep-alive connection that kept its own
+    /// found it evicted by the other connections' traffic by its next request. Keeping them
+    /// saved ~190 instructions a request (this give and the take in `read` and `start`) and
+    /// still cost ~1% more CPU per keep-alive request (BENCHMARKS.md, run N). An idle
+    /// connection then holds no buffer at all.
     fn release_buffers(&self) {
         if self.read_buf.borrow().capacity() == 0 && self.write_buf.borrow().capacity() == 0 {
             return;
@@ -756,7 +720,6 @@ impl Drop for ConnIo {
     /// with a new connection per request, every connection would otherwise allocate and free
     /// both.
     fn drop(&mut self) {
-        self.unpark_buffers();
         self.release_buffers();
     }
 }
