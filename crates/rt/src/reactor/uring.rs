@@ -102,6 +102,11 @@ pub(super) fn probe() -> io::Result<()> {
 #[repr(C, align(64))]
 struct Slot {
     /// Bytes written and not yet handed to the kernel.
+    // Tried: a last-in first-out list of spare send buffers in `State`, a stream holding one
+    // only while it has bytes queued, so a write gets the buffer a send finished with last
+    // instead of this one, evicted since. Keep-alive c64 (callgrind): L1 write misses 4.5 ->
+    // 3.5 a request (the copy's lines a turn old, not a connection's round), but Ir 2,812 ->
+    // 2,869; not kept.
     unsent: Vec<u8>,
     /// Bytes the kernel is sending from offset `sent`: untouched while a send is armed.
     sending: Vec<u8>,
