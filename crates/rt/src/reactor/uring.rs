@@ -90,41 +90,64 @@ pub(super) fn probe() -> io::Result<()> {
 }
 
 /// A registered descriptor.
+///
+/// Laid out by hand in two cache lines (`repr(C)`, 64-byte aligned, 128 bytes: see the
+/// `slot_layout` test). In a closed loop a connection's slot is evicted by the other
+/// connections' requests before its next one, so every line a request touches is a miss: the
+/// first line holds what a send and its completion use, the second the wakers and the receive
+/// side; what only listeners and starved streams use is boxed in `rare`. Measured against the
+/// 200-byte slot it replaced (callgrind's cache simulation, keep-alive, 64 connections): L1 data
+/// misses 17.3 -> 15.7 reads and 4.8 -> 4.5 writes a request.
 #[derive(Default)]
+#[repr(C, align(64))]
 struct Slot {
-    fd: RawFd,
-    kind: Kind,
+    /// Bytes written and not yet handed to the kernel.
+    // Tried: a last-in first-out list of spare send buffers in `State`, a stream holding one
+    // only while it has bytes queued, so a write gets the buffer a send finished with last
+    // instead of this one, evicted since. Keep-alive c64 (callgrind): L1 write misses 4.5 ->
+    // 3.5 a request (the copy's lines a turn old, not a connection's round), but Ir 2,812 ->
+    // 2,869; not kept.
+    unsent: Vec<u8>,
+    /// Bytes the kernel is sending from offset `sent`: untouched while a send is armed.
+    sending: Vec<u8>,
+    sent: u32, // `sending` holds at most `SEND_LIMIT` bytes
+    /// The errno of a failed send (errnos fit a `u16`).
+    send_error: Option<u16>,
     /// Set when the owner drops the socket; the reactor closes it once nothing is in flight.
     owned: Option<OwnedFd>,
-    /// Readiness (of [`Kind::Readiness`] slots, a stream's first writability, a starved read)
-    /// and the waiting tasks: the reader also waits for receives and accepts, the writer for
-    /// sends.
-    io: Readiness,
     /// The operations submitted (or queued) whose last completion has not arrived, one bit per
     /// `OP_*`: each is in flight at most once, and the slot is freed when none is. A send's bit
     /// is set when the stream is listed in `State::to_send`, before its entry is made.
     armed: u8,
+    /// `shutdown(Write)` asked for while bytes were queued: done once they are sent.
+    shutdown_write: bool,
+    kind: Kind,
     /// A cancellation of the receive is on its way.
     recv_cancelling: bool,
+    // Second line.
+    /// Readiness (of [`Kind::Readiness`] slots, a stream's first writability, a starved read)
+    /// and the waiting tasks: the reader also waits for receives and accepts, the writer for
+    /// sends.
+    io: Readiness,
+    rare: Option<Box<Rare>>,
+    received: Received,
+    /// How the stream ended: 0 for end of stream, else an errno. Reads see it after `received`.
+    recv_end: Option<u16>,
     /// The last receive ended with `ENOBUFS`: until [`State::rearm_starved`] re-arms it, reads
     /// are `read` syscalls and readiness a poll, as on epoll.
     starved: bool,
-    received: Received,
+    fd: RawFd,
+}
+
+/// What few slots use, kept out of [`Slot`]'s two lines; made when first needed and freed with
+/// the slot.
+#[derive(Default)]
+struct Rare {
     /// Bytes a starved read took and its caller had no room for; read before `received`.
     spill: Vec<u8>,
-    /// How the stream ended: 0 for end of stream, else an errno. Reads see it after `received`.
-    recv_end: Option<i32>,
-    /// Bytes written and not yet handed to the kernel.
-    unsent: Vec<u8>,
-    /// Bytes the kernel is sending from offset `sent`: untouched while a send is armed.
-    sending: Vec<u8>,
-    sent: usize,
-    send_error: Option<i32>,
-    /// `shutdown(Write)` asked for while bytes were queued: done once they are sent.
-    shutdown_write: bool,
-    /// [`Kind::Acceptor`]: the accept in flight writes the peer's address into `peer` (boxed,
-    /// so it stays put while the slab grows); what it accepted.
-    peer: Option<Box<PeerAddr>>,
+    /// [`Kind::Acceptor`]: the accept in flight writes the peer's address into `peer` (boxed
+    /// with `Rare`, so it stays put while the slab grows); what it accepted.
+    peer: PeerAddr,
     accepted: VecDeque<io::Result<(OwnedFd, SocketAddr)>>,
 }
 
@@ -135,17 +158,28 @@ struct PeerAddr {
     len: SocketAddrLen,
 }
 
+impl Default for PeerAddr {
+    fn default() -> PeerAddr {
+        PeerAddr {
+            addr: MaybeUninit::zeroed(),
+            len: 0,
+        }
+    }
+}
+
 impl Slot {
     fn armed(&self, op: u64) -> bool {
         self.armed & 1 << op != 0
     }
 
     fn has_data(&self) -> bool {
-        self.received.len > 0 || !self.spill.is_empty() || self.recv_end.is_some()
+        self.received.len > 0
+            || self.recv_end.is_some()
+            || self.rare.as_ref().is_some_and(|r| !r.spill.is_empty())
     }
 
     fn queued(&self) -> usize {
-        self.unsent.len() + self.sending.len() - self.sent
+        self.unsent.len() + self.sending.len() - self.sent as usize
     }
 
     /// A stream's writes can proceed: connected, and under [`SEND_LIMIT`] (or failed).
@@ -242,7 +276,9 @@ impl Reactor {
             // processed (next loop turn), but a dropped listener must refuse connections now.
             let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Both);
         }
-        slot.accepted.clear();
+        if let Some(rare) = &mut slot.rare {
+            rare.accepted.clear();
+        }
         slot.owned = Some(fd);
         let io = std::mem::take(&mut slot.io);
         while let Some(n) = st.bufs.front(&slot.received).map(<[u8]>::len) {
@@ -263,7 +299,7 @@ impl Reactor {
         let slot = &mut st.sources[token];
         let ready = match (slot.kind, dir) {
             (Kind::Readiness, _) => slot.io.is_ready(dir),
-            (Kind::Acceptor, _) => !slot.accepted.is_empty(),
+            (Kind::Acceptor, _) => slot.rare.as_ref().is_some_and(|r| !r.accepted.is_empty()),
             (Kind::Stream, Direction::Read) => {
                 slot.has_data() || (slot.starved && slot.io.ready & READABLE != 0)
             }
@@ -296,7 +332,8 @@ impl Reactor {
         cx: &Context<'_>,
     ) -> Poll<io::Result<(OwnedFd, SocketAddr)>> {
         let mut st = self.state.borrow_mut();
-        let accepted = st.sources[token].accepted.pop_front();
+        let rare = st.sources[token].rare.as_mut();
+        let accepted = rare.and_then(|r| r.accepted.pop_front());
         if !st.sources[token].armed(OP_ACCEPT) {
             st.arm_accept(token);
         }
@@ -318,17 +355,22 @@ impl Reactor {
         let st = &mut *self.state.borrow_mut();
         let slot = &mut st.sources[token];
         let mut total = 0;
-        if !slot.spill.is_empty() {
-            total = sink(&slot.spill);
-            slot.spill.drain(..total);
-            if !slot.spill.is_empty() || slot.received.len == 0 {
+        if let Some(spill) = slot
+            .rare
+            .as_mut()
+            .map(|r| &mut r.spill)
+            .filter(|s| !s.is_empty())
+        {
+            total = sink(spill);
+            spill.drain(..total);
+            if !spill.is_empty() || slot.received.len == 0 {
                 return Poll::Ready(Ok(total));
             }
         }
         if slot.received.len == 0 {
             match slot.recv_end {
                 Some(0) => return Poll::Ready(Ok(0)),
-                Some(errno) => return Poll::Ready(Err(io::Error::from_raw_os_error(errno))),
+                Some(errno) => return Poll::Ready(Err(io::Error::from_raw_os_error(errno.into()))),
                 None if slot.starved => {
                     if let Poll::Ready(result) = st.read_starved(token, sink) {
                         return Poll::Ready(result);
@@ -369,7 +411,7 @@ impl Reactor {
             return Poll::Pending;
         }
         if let Some(errno) = slot.send_error {
-            return Poll::Ready(Err(io::Error::from_raw_os_error(errno)));
+            return Poll::Ready(Err(io::Error::from_raw_os_error(errno.into())));
         }
         if slot.shutdown_write {
             return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
@@ -392,7 +434,7 @@ impl Reactor {
         let mut st = self.state.borrow_mut();
         let slot = &mut st.sources[token];
         if let Some(errno) = slot.send_error {
-            return Poll::Ready(Err(io::Error::from_raw_os_error(errno)));
+            return Poll::Ready(Err(io::Error::from_raw_os_error(errno.into())));
         }
         if slot.queued() == 0 {
             return Poll::Ready(Ok(()));
@@ -553,7 +595,8 @@ impl State {
             }
             Ok(n) => {
                 let taken = sink(&self.scratch[..n]);
-                slot.spill.extend_from_slice(&self.scratch[taken..n]);
+                let rare = slot.rare.get_or_insert_with(Box::default);
+                rare.spill.extend_from_slice(&self.scratch[taken..n]);
                 Poll::Ready(Ok(taken))
             }
             Err(Errno::AGAIN) | Err(Errno::INTR) => {
@@ -562,7 +605,7 @@ impl State {
                 Poll::Pending
             }
             Err(e) => {
-                slot.recv_end = Some(e.raw_os_error());
+                slot.recv_end = Some(e.raw_os_error() as u16);
                 Poll::Ready(Err(e.into()))
             }
         }
@@ -582,12 +625,7 @@ impl State {
 
     fn arm_accept(&mut self, token: usize) {
         let slot = &mut self.sources[token];
-        let peer = slot.peer.get_or_insert_with(|| {
-            Box::new(PeerAddr {
-                addr: MaybeUninit::zeroed(),
-                len: 0,
-            })
-        });
+        let peer = &mut slot.rare.get_or_insert_with(Box::default).peer;
         peer.len = size_of::<SocketAddrStorage>() as SocketAddrLen;
         let flags = rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC;
         let sqe = opcode::Accept::new(
@@ -597,8 +635,9 @@ impl State {
         )
         .flags(flags.bits() as i32)
         .build();
-        // SAFETY: `peer` is boxed in the slot, which outlives the accept (`maybe_close`,
-        // `Reactor::drop`), and is read only after its completion.
+        // SAFETY: `peer` is in the slot's `rare` box, which is neither replaced nor freed before
+        // the slot, which outlives the accept (`maybe_close`, `Reactor::drop`); it is read only
+        // after the completion.
         unsafe { self.arm(token, OP_ACCEPT, sqe) };
     }
 
@@ -624,12 +663,12 @@ impl State {
         for token in to_send.drain(..) {
             // Listed once (with its send bit set, `poll_send`), with bytes to send and no error.
             let slot = &mut self.sources[token];
-            if slot.sent == slot.sending.len() {
+            if slot.sent as usize == slot.sending.len() {
                 slot.sending.clear();
                 slot.sent = 0;
                 std::mem::swap(&mut slot.sending, &mut slot.unsent);
             }
-            let rest = &slot.sending[slot.sent..];
+            let rest = &slot.sending[slot.sent as usize..];
             let len = rest.len().min(u32::MAX as usize) as u32;
             let mut flags = SendFlags::NOSIGNAL;
             flags.set(SendFlags::MORE, slot.shutdown_write); // held: they go with the FIN
@@ -734,19 +773,19 @@ impl State {
                         self.starved.push(token);
                     }
                 } else if result < 0 && result != -ECANCELED {
-                    slot.recv_end = Some(-result);
+                    slot.recv_end = Some(-result as u16);
                 }
             }
             OP_SEND => {
                 queue_waker(&mut slot.io.writer, &mut self.to_wake);
                 if result < 0 {
-                    slot.send_error = Some(-result);
+                    slot.send_error = Some(-result as u16);
                     slot.unsent = Vec::new();
                     slot.sending.clear();
                     slot.sent = 0;
                 } else {
-                    slot.sent += result as usize;
-                    if slot.sent < slot.sending.len() || !slot.unsent.is_empty() {
+                    slot.sent += result as u32;
+                    if (slot.sent as usize) < slot.sending.len() || !slot.unsent.is_empty() {
                         slot.armed |= 1 << OP_SEND;
                         self.to_send.push(token);
                     } else if slot.shutdown_write {
@@ -761,7 +800,8 @@ impl State {
                 if result >= 0 {
                     // SAFETY: the kernel returned a new descriptor that nothing else owns.
                     let fd = unsafe { OwnedFd::from_raw_fd(result) };
-                    let peer = slot.peer.as_ref().expect("an accept's address buffer");
+                    let rare = slot.rare.as_mut().expect("an accept's address buffer");
+                    let peer = &rare.peer;
                     if !dropped {
                         // SAFETY: `peer.addr` is initialized (zeroed, then written by the
                         // accept) and at least `len` long.
@@ -769,11 +809,12 @@ impl State {
                         let addr = SocketAddr::try_from(addr).map_err(|_| {
                             io::Error::other("accepted socket without an IP peer address")
                         });
-                        slot.accepted.push_back(addr.map(|addr| (fd, addr)));
+                        rare.accepted.push_back(addr.map(|addr| (fd, addr)));
                     }
                 } else if result != -ECANCELED && !dropped {
                     let error = io::Error::from_raw_os_error(-result);
-                    slot.accepted.push_back(Err(error));
+                    let rare = slot.rare.get_or_insert_with(Box::default);
+                    rare.accepted.push_back(Err(error));
                 }
             }
             _ => unreachable!("unknown operation in user_data {data:#x}"),
@@ -830,12 +871,26 @@ impl Drop for Reactor {
         // epoll: into the socket buffer, as far as it fits.
         for (_, slot) in st.sources.iter() {
             if slot.send_error.is_none() {
-                send_now(slot.fd, &slot.sending[slot.sent.min(slot.sending.len())..]);
+                let sent = (slot.sent as usize).min(slot.sending.len());
+                send_now(slot.fd, &slot.sending[sent..]);
                 send_now(slot.fd, &slot.unsent);
             }
         }
         // SAFETY: not used again; nothing is in flight, so the kernel holds no pointer into the
         // memory freed with it.
         unsafe { ManuallyDrop::drop(&mut self.state) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream's slot is two cache lines, split where [`Slot`] says.
+    #[test]
+    fn slot_layout() {
+        assert_eq!((size_of::<Slot>(), align_of::<Slot>()), (128, 64));
+        assert!(std::mem::offset_of!(Slot, recv_cancelling) < 64);
+        assert_eq!(std::mem::offset_of!(Slot, io), 64);
     }
 }
