@@ -65,9 +65,13 @@ struct Inbox {
 }
 
 /// A task's thread-safe identity; it is what a `Waker` holds.
-struct Header {
+pub(crate) struct Header {
     id: TaskId,
     scheduled: AtomicBool,
+    /// Set by [`JoinHandle::abort`]. Here rather than only in the task's `JoinState`, on the line
+    /// the wake and the poll touch anyway: a check there missed L1 on every poll in a closed
+    /// loop (64 keep-alive connections, io_uring: 0.6 of 17.3 misses a request).
+    aborted: AtomicBool,
     worker: Arc<Shared>,
 }
 
@@ -164,6 +168,14 @@ impl Shared {
     }
 }
 
+impl Header {
+    /// Marks the task aborted and wakes it: its next poll drops it instead.
+    pub(crate) fn abort(self: &Arc<Self>) {
+        self.aborted.store(true, Ordering::Release);
+        self.wake_by_ref();
+    }
+}
+
 impl Wake for Header {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
@@ -252,10 +264,14 @@ impl Core {
         let header = Arc::new(Header {
             id,
             scheduled: AtomicBool::new(true),
+            aborted: AtomicBool::new(false),
             worker: self.shared.clone(),
         });
+        if completion.set_task(header.clone()) {
+            // Aborted before it got here (`spawn_on`): its first poll drops it.
+            header.aborted.store(true, Ordering::Relaxed);
+        }
         let waker = Waker::from(header.clone());
-        completion.set_task_waker(waker.clone());
         entry.insert(Rc::new(TaskSlot {
             header,
             waker,
@@ -271,6 +287,12 @@ impl Core {
             _ => return, // finished already; a stale wake
         };
         slot.header.scheduled.store(false, Ordering::Release);
+        if slot.header.aborted.load(Ordering::Acquire) {
+            // Dropping the future reports the cancellation (see `Completion`'s `Drop`).
+            let task = self.tasks.borrow_mut().remove(id.index());
+            drop(task);
+            return;
+        }
         let mut cx = Context::from_waker(&slot.waker);
         let mut future = slot.future.borrow_mut();
         // SAFETY: the future stays where it is until the last `Rc` to its slot drops it there:
