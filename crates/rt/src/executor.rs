@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
@@ -46,7 +46,7 @@ impl TaskId {
 pub(crate) struct Shared {
     /// Unique across all cores ever created; compared with the current core's to tell local
     /// wakes, and by sockets to tell the reactor that registered them.
-    pub(crate) uid: usize,
+    pub(crate) uid: u32,
     inbox: Mutex<Inbox>,
     /// True while an eventfd write is pending or the inbox is being taken: later senders skip
     /// the syscall.
@@ -65,9 +65,23 @@ struct Inbox {
 }
 
 /// A task's thread-safe identity; it is what a `Waker` holds.
-struct Header {
-    id: TaskId,
+///
+/// `repr(C)`, the fields a local wake reads first: with the `Arc`'s two counts they are its
+/// first 32 bytes, which malloc's 16-byte-aligned blocks put across two cache lines one time
+/// in four; `worker`, read by remote wakes only, comes last. (In rustc's order, with `worker`
+/// read for its uid, 40 bytes were read, across two lines half the time.) Measured with 64
+/// keep-alive connections: 0.2-0.4 fewer L1 misses a request (io_uring 16.4 -> 16.0-16.4,
+/// epoll 7.1 -> 6.7), the wake's misses 1.4 -> 1.2 but the poll's up 0.2.
+#[repr(C)]
+pub(crate) struct Header {
     scheduled: AtomicBool,
+    /// Set by [`JoinHandle::abort`]. Here rather than only in the task's `JoinState`, on the line
+    /// the wake and the poll touch anyway: a check there missed L1 on every poll in a closed
+    /// loop (64 keep-alive connections, io_uring: 0.6 of 17.3 misses a request).
+    aborted: AtomicBool,
+    /// `worker.uid`, kept here so a local wake does not load `worker`.
+    worker_uid: u32,
+    id: TaskId,
     worker: Arc<Shared>,
 }
 
@@ -91,7 +105,7 @@ pub(crate) struct Core {
     pub(crate) timers: Timers,
 }
 
-static NEXT_UID: AtomicUsize = AtomicUsize::new(1);
+static NEXT_UID: AtomicU32 = AtomicU32::new(1);
 
 thread_local! {
     /// The core [`run_core`] runs on this thread, null outside it. A pointer in a `Cell`, not an
@@ -106,7 +120,11 @@ thread_local! {
 impl Shared {
     pub(crate) fn new() -> std::io::Result<Arc<Shared>> {
         Ok(Arc::new(Shared {
-            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            uid: NEXT_UID
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |uid| {
+                    uid.checked_add(1)
+                })
+                .expect("more than 4 billion volt-rt workers created"),
             inbox: Mutex::new(Inbox::default()),
             notified: AtomicBool::new(false),
             notifier: crate::reactor::Notifier::new()?,
@@ -164,6 +182,14 @@ impl Shared {
     }
 }
 
+impl Header {
+    /// Marks the task aborted and wakes it: its next poll drops it instead.
+    pub(crate) fn abort(self: &Arc<Self>) {
+        self.aborted.store(true, Ordering::Release);
+        self.wake_by_ref();
+    }
+}
+
 impl Wake for Header {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
@@ -175,7 +201,7 @@ impl Wake for Header {
     #[inline] // into `wake`: every I/O event wakes a task through it
     fn wake_by_ref(self: &Arc<Self>) {
         let local = try_with_core(|core| {
-            if core.shared.uid != self.worker.uid {
+            if core.shared.uid != self.worker_uid {
                 return false;
             }
             if !self.scheduled.load(Ordering::Relaxed) {
@@ -250,12 +276,17 @@ impl Core {
         self.next_generation.set(generation);
         let id = TaskId(u64::from(generation) << 32 | entry.key() as u64);
         let header = Arc::new(Header {
-            id,
             scheduled: AtomicBool::new(true),
+            aborted: AtomicBool::new(false),
+            worker_uid: self.shared.uid,
+            id,
             worker: self.shared.clone(),
         });
+        if completion.set_task(header.clone()) {
+            // Aborted before it got here (`spawn_on`): its first poll drops it.
+            header.aborted.store(true, Ordering::Relaxed);
+        }
         let waker = Waker::from(header.clone());
-        completion.set_task_waker(waker.clone());
         entry.insert(Rc::new(TaskSlot {
             header,
             waker,
@@ -271,6 +302,12 @@ impl Core {
             _ => return, // finished already; a stale wake
         };
         slot.header.scheduled.store(false, Ordering::Release);
+        if slot.header.aborted.load(Ordering::Acquire) {
+            // Dropping the future reports the cancellation (see `Completion`'s `Drop`).
+            let task = self.tasks.borrow_mut().remove(id.index());
+            drop(task);
+            return;
+        }
         let mut cx = Context::from_waker(&slot.waker);
         let mut future = slot.future.borrow_mut();
         // SAFETY: the future stays where it is until the last `Rc` to its slot drops it there:

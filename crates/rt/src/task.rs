@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
+use crate::executor::Header;
+
 /// Awaits the output of a spawned task.
 ///
 /// Dropping the handle detaches the task: it keeps running and its output is dropped.
@@ -42,8 +44,8 @@ struct JoinInner<T> {
     finished: bool,
     /// The task awaiting the handle.
     waiter: Option<Waker>,
-    /// The task itself, woken by `abort` so it notices the flag.
-    task: Option<Waker>,
+    /// The task itself, flagged and woken by `abort`.
+    task: Option<Arc<Header>>,
 }
 
 /// A new task's two ends: the handle for its spawner, the completion for the task.
@@ -99,8 +101,8 @@ impl<T> JoinHandle<T> {
     pub fn abort(&self) {
         self.state.aborted.store(true, Ordering::Release);
         let task = self.state.lock().task.clone();
-        if let Some(w) = task {
-            w.wake();
+        if let Some(task) = task {
+            task.abort();
         }
     }
 
@@ -143,8 +145,13 @@ pub(crate) struct Completion<T> {
 }
 
 impl<T> Completion<T> {
-    pub(crate) fn set_task_waker(&self, waker: Waker) {
-        self.state.lock().task = Some(waker);
+    /// Tells `abort` which task to flag; true if the handle was aborted already (the task is
+    /// spawned on another worker, and the handle may be aborted before that happens). Checked
+    /// under the lock that `abort` takes after setting its flag, so one of the two sees the other.
+    pub(crate) fn set_task(&self, task: Arc<Header>) -> bool {
+        let mut inner = self.state.lock();
+        inner.task = Some(task);
+        self.state.is_aborted()
     }
 }
 
@@ -158,7 +165,8 @@ impl<T> Drop for Completion<T> {
     }
 }
 
-/// The future a spawned task really runs: the user's future, plus abort checks and panic capture.
+/// The future a spawned task really runs: the user's future, plus panic capture. (Aborts are the
+/// executor's: it checks the task's `Header` before each poll.)
 pub(crate) struct TaskFuture<F: Future> {
     /// Declared before `completion`, so it is dropped first: whoever awaits the handle of an
     /// aborted or dropped task sees the cancellation only after the future's destructor ran.
@@ -186,11 +194,6 @@ impl<F: Future> Future for TaskFuture<F> {
             let this = self.get_unchecked_mut();
             (Pin::new_unchecked(&mut this.future), &this.completion)
         };
-        if completion.state.is_aborted() {
-            // The executor drops a finished task at once; `Completion::drop` then reports the
-            // cancellation, after the future's destructor ran.
-            return Poll::Ready(());
-        }
         let result = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(out)) => Ok(out),

@@ -513,6 +513,39 @@ fn remote_handle_resolves_when_its_worker_exits() {
     });
 }
 
+/// `spawn_on`'s handle aborted before the target worker even spawned the task: the task is
+/// never polled (the executor learns of the abort when it spawns it, not from a later wake).
+#[test]
+fn abort_of_a_remote_task_before_its_worker_spawns_it() {
+    guard(|| {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let go = Arc::new(AtomicBool::new(false));
+        let ran = Arc::new(AtomicBool::new(false));
+        rt.run(move |worker| {
+            let (go, ran) = (go.clone(), ran.clone());
+            async move {
+                if worker != 0 {
+                    // Busy without yielding, so the spawn waits in this worker's inbox.
+                    while !go.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    volt_rt::Handle::current().stopped().await;
+                    return;
+                }
+                let ran2 = ran.clone();
+                let handle = volt_rt::spawn_on(1, move || async move {
+                    ran2.store(true, Ordering::SeqCst);
+                });
+                handle.abort();
+                go.store(true, Ordering::SeqCst);
+                assert!(handle.await.unwrap_err().is_cancelled());
+                assert!(!ran.load(Ordering::SeqCst), "an aborted task was polled");
+                volt_rt::Handle::current().stop();
+            }
+        });
+    });
+}
+
 /// The future's destructor runs before a remote awaiter sees the cancellation.
 #[test]
 fn abort_of_a_remote_task_drops_its_future_before_the_handle_resolves() {

@@ -24,7 +24,7 @@ pub(crate) struct Source {
     /// The uid of the worker whose reactor issued `token`. `!Send` keeps a source on its
     /// thread, but not inside the `block_on` that created it: in a later one on the same thread
     /// the token would name another socket's registration.
-    worker: usize,
+    worker: u32,
     _local: PhantomData<*const ()>,
 }
 
