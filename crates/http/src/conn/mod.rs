@@ -65,6 +65,12 @@ pub(crate) struct ConnIo {
     remote: SocketAddr,
     /// Cleartext, and no request yet: an HTTP/2 preface here switches to HTTP/2.
     h2_possible: Cell<bool>,
+    /// Waiting for a request with nothing started: graceful shutdown aborts the task
+    /// ([`Worker::shut_down`](crate::server::Worker)). Here, not in the worker's table of
+    /// connections, whose entry for the connection was a line of its own set and cleared
+    /// twice a request (keep-alive, 64 connections, io_uring: 2,804 -> 2,760 Ir/request, L1
+    /// misses 17.3 + 4.7 -> 15.5 + 5.6 reads + writes).
+    pub(crate) idle: Cell<bool>,
 }
 
 /// What the connection does after a response.
@@ -90,10 +96,11 @@ pub(crate) fn new_conn(stream: Transport, remote: SocketAddr, worker: Rc<Worker>
         timer: RefCell::new(sleep_until(Instant::now())),
         remote,
         h2_possible,
+        idle: Cell::new(false),
     })
 }
 
-pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usize) {
+pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>) {
     // No `let worker = &io.worker` and the like: a reference kept across the `.await`s below
     // is a field of this future, which every idle connection holds.
     // When the first byte of an unfinished head arrived; bounds a slowloris.
@@ -141,9 +148,9 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>, slot: usi
         };
         if idle {
             io.release_buffers();
-            io.worker.set_idle(slot, true);
+            io.idle.set(true);
             let ready = io.readable(deadline).await.is_some();
-            io.worker.set_idle(slot, false);
+            io.idle.set(false);
             if !ready {
                 return; // idle timeout: close quietly
             }
@@ -729,7 +736,7 @@ mod tests {
     use super::*;
 
     /// The size of the futures `f` returns.
-    fn future_size<A, B, C, F>(f: fn(A, B, C) -> F) -> usize {
+    fn future_size<A, B, F>(f: fn(A, B) -> F) -> usize {
         let _ = f;
         std::mem::size_of::<F>()
     }
