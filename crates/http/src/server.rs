@@ -13,7 +13,7 @@
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Waker;
@@ -27,6 +27,7 @@ use volt_rt::net::{set_defer_accept, ListenOptions, TcpListener};
 use volt_rt::JoinHandle;
 
 use crate::config::Config;
+use crate::conn::ConnIo;
 use crate::service::Service;
 
 /// Spare buffers a worker keeps for connections to reuse, of each kind (read, write). Idle
@@ -221,7 +222,7 @@ async fn run_worker<S: Service>(
             Either::Left(Ok((stream, remote))) => {
                 let slot = worker.conns.borrow_mut().insert(ConnEntry {
                     task: None,
-                    idle: false,
+                    conn: Weak::new(),
                 });
                 let service = service.clone();
                 let guard = ConnGuard {
@@ -235,9 +236,10 @@ async fn run_worker<S: Service>(
                             remote,
                             worker.clone(),
                         );
+                        worker.track_idle(slot, &io);
                         volt_rt::spawn(async move {
                             let _guard = guard;
-                            crate::conn::serve(io, service, slot).await;
+                            crate::conn::serve(io, service).await;
                         })
                     }
                     Some(tls) => {
@@ -359,7 +361,9 @@ impl OkHead {
 
 struct ConnEntry {
     task: Option<JoinHandle<()>>,
-    idle: bool,
+    /// The HTTP/1 connection, once there is one (after the handshake on TLS), for its idle
+    /// flag. Weak: the `Rc` must stay unique for a switch to HTTP/2 to take the socket.
+    conn: Weak<ConnIo>,
 }
 
 /// Removes a connection's entry when its task ends, however it ends.
@@ -404,9 +408,10 @@ impl Worker {
         self.shutting_down.get()
     }
 
-    pub(crate) fn set_idle(&self, slot: usize, idle: bool) {
+    /// Lets graceful shutdown see when the connection in `slot` is idle ([`ConnIo::idle`]).
+    pub(crate) fn track_idle(&self, slot: usize, conn: &Rc<ConnIo>) {
         if let Some(entry) = self.conns.borrow_mut().get_mut(slot) {
-            entry.idle = idle;
+            entry.conn = Rc::downgrade(conn);
         }
     }
 
@@ -558,7 +563,7 @@ impl Worker {
             .conns
             .borrow_mut()
             .iter_mut()
-            .filter(|(_, e)| e.idle)
+            .filter(|(_, e)| e.conn.upgrade().is_some_and(|c| c.idle.get()))
             .filter_map(|(_, e)| e.task.take())
             .collect();
         for task in &idle {

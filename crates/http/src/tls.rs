@@ -223,8 +223,9 @@ pub(crate) async fn serve<S: Service>(
         ))
         .await;
     } else {
-        let io = crate::conn::new_conn(Transport::tls(stream), remote, worker);
-        crate::conn::serve(io.clone(), service, slot).await;
+        let io = crate::conn::new_conn(Transport::tls(stream), remote, worker.clone());
+        worker.track_idle(slot, &io);
+        crate::conn::serve(io.clone(), service).await;
         io.close().await;
     }
 }
