@@ -145,9 +145,10 @@ struct Slot {
 struct Rare {
     /// Bytes a starved read took and its caller had no room for; read before `received`.
     spill: Vec<u8>,
-    /// [`Kind::Acceptor`]: the accept in flight writes the peer's address into `peer` (boxed
-    /// with `Rare`, so it stays put while the slab grows); what it accepted.
-    peer: PeerAddr,
+    /// [`Kind::Acceptor`]: the accept in flight writes the peer's address into `peer` (a box of
+    /// its own, which stays put while the slab grows, and which no `&mut Rare` covers while the
+    /// kernel writes it); what it accepted.
+    peer: Option<Box<PeerAddr>>,
     accepted: VecDeque<io::Result<(OwnedFd, SocketAddr)>>,
 }
 
@@ -625,7 +626,8 @@ impl State {
 
     fn arm_accept(&mut self, token: usize) {
         let slot = &mut self.sources[token];
-        let peer = &mut slot.rare.get_or_insert_with(Box::default).peer;
+        let rare = slot.rare.get_or_insert_with(Box::default);
+        let peer = rare.peer.get_or_insert_with(Box::default);
         peer.len = size_of::<SocketAddrStorage>() as SocketAddrLen;
         let flags = rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC;
         let sqe = opcode::Accept::new(
@@ -635,9 +637,9 @@ impl State {
         )
         .flags(flags.bits() as i32)
         .build();
-        // SAFETY: `peer` is in the slot's `rare` box, which is neither replaced nor freed before
-        // the slot, which outlives the accept (`maybe_close`, `Reactor::drop`); it is read only
-        // after the completion.
+        // SAFETY: `peer` is boxed in the slot's `rare`, neither replaced nor freed before the
+        // slot, which outlives the accept (`maybe_close`, `Reactor::drop`); it is read only after
+        // the completion.
         unsafe { self.arm(token, OP_ACCEPT, sqe) };
     }
 
@@ -801,7 +803,7 @@ impl State {
                     // SAFETY: the kernel returned a new descriptor that nothing else owns.
                     let fd = unsafe { OwnedFd::from_raw_fd(result) };
                     let rare = slot.rare.as_mut().expect("an accept's address buffer");
-                    let peer = &rare.peer;
+                    let peer = rare.peer.as_ref().expect("an accept's address buffer");
                     if !dropped {
                         // SAFETY: `peer.addr` is initialized (zeroed, then written by the
                         // accept) and at least `len` long.
