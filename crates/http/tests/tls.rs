@@ -200,3 +200,41 @@ fn certificate_and_key_must_match() {
     let err = CertKey::from_pem(certs.a.0.as_bytes(), certs.b.1.as_bytes()).unwrap_err();
     assert!(err.to_string().contains("certificate and key"), "{err}");
 }
+
+/// Graceful shutdown closes an idle keep-alive connection over TLS at once, as over TCP (it
+/// once waited out the shutdown timeout: the TLS transport waits for a request inside its read,
+/// where the connection did not count as idle).
+#[test]
+fn shutdown_closes_an_idle_tls_connection() {
+    let certs = certs();
+    let tls =
+        TlsConfig::new(CertKey::from_pem(certs.a.0.as_bytes(), certs.a.1.as_bytes()).unwrap())
+            .build()
+            .unwrap();
+    let app = Router::new().route("/", route_get(|_req: Request| async { "hi" }));
+    // Longer than the client's read timeout: a server waiting it out fails the read below.
+    let config = Config {
+        shutdown_timeout: std::time::Duration::from_secs(600),
+        ..Config::default()
+    };
+    let server = common::start_tls(1, config, tls, app);
+    let config = client_config(&[&certs.a.2], &[b"http/1.1"]);
+    let mut tls = tls_connect(server.addr(), config, "a.test").unwrap();
+    tls.write_all(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        .unwrap();
+    let mut response = Vec::new();
+    while !response.ends_with(b"\r\n\r\nhi") {
+        let mut buf = [0; 512];
+        let n = tls.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before the answer: {response:?}");
+        response.extend_from_slice(&buf[..n]);
+    }
+    server.handle().shutdown();
+    // Closed (with or without close_notify), not left open until the shutdown timeout.
+    let mut rest = Vec::new();
+    match tls.read_to_end(&mut rest) {
+        Ok(_) => {}
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof, "{e}"),
+    }
+    server.join().expect("serve returned Ok");
+}

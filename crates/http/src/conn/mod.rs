@@ -162,13 +162,16 @@ pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>) {
         if idle {
             io.release_buffers();
             io.idle.set(true);
-            let ready = io.readable(deadline).await.is_some();
-            io.idle.set(false);
-            if !ready {
+            if io.readable(deadline).await.is_none() {
                 return; // idle timeout: close quietly
             }
         }
-        match io.read(deadline, 0).await {
+        // Still idle while this read waits: over TLS it does (the transport reports itself
+        // readable at once, as it may hold decrypted bytes), and graceful shutdown must close
+        // such a connection too, not wait for its shutdown timeout.
+        let read = io.read(deadline, 0).await;
+        io.idle.set(false);
+        match read {
             Ok(0) => return,
             Ok(_) => {}
             Err(ReadError::Io) => return,
