@@ -159,15 +159,6 @@ struct PeerAddr {
     len: SocketAddrLen,
 }
 
-impl Default for PeerAddr {
-    fn default() -> PeerAddr {
-        PeerAddr {
-            addr: MaybeUninit::zeroed(),
-            len: 0,
-        }
-    }
-}
-
 impl Slot {
     fn armed(&self, op: u64) -> bool {
         self.armed & 1 << op != 0
@@ -627,7 +618,12 @@ impl State {
     fn arm_accept(&mut self, token: usize) {
         let slot = &mut self.sources[token];
         let rare = slot.rare.get_or_insert_with(Box::default);
-        let peer = rare.peer.get_or_insert_with(Box::default);
+        let peer = rare.peer.get_or_insert_with(|| {
+            Box::new(PeerAddr {
+                addr: MaybeUninit::zeroed(),
+                len: 0,
+            })
+        });
         peer.len = size_of::<SocketAddrStorage>() as SocketAddrLen;
         let flags = rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC;
         let sqe = opcode::Accept::new(
