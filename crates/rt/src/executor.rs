@@ -15,7 +15,6 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
@@ -85,13 +84,20 @@ pub(crate) struct Header {
     worker: Arc<Shared>,
 }
 
-/// A task: its identity and its future, in one allocation. The slab holds `Rc`s, so a task is
-/// polled without the slab borrowed (it may spawn).
-struct TaskSlot<F: ?Sized = dyn Future<Output = ()>> {
+/// A task, inline in the slab: what a poll reads besides the future's own state is on the slab's
+/// line (40-byte entries) and the header's, which the wake has just read. An `Rc<TaskSlot>` with
+/// the waker and the future in a `RefCell` cost one more line a poll (its counts and borrow
+/// flag), missed every time in a closed loop. Measured with 64 keep-alive connections (callgrind,
+/// L1 misses a request): io_uring plaintext 11.7-12.0 -> 10.4-10.7, json 12.0 -> 10.9, epoll
+/// 3.3 -> 1.7, pingpong (uring) 10.8 -> 10.0 (reads and writes); 12-14 more instructions, for
+/// the moves in and out of the slab.
+struct Task {
     header: Arc<Header>,
-    waker: Waker,
-    future: RefCell<F>,
+    /// Taken out while polled, so the slab is not borrowed then (the task may spawn).
+    future: Option<(Waker, TaskBox)>,
 }
+
+type TaskBox = Pin<Box<dyn Future<Output = ()>>>;
 
 /// One worker's executor state. Lives on its thread only.
 pub(crate) struct Core {
@@ -99,7 +105,7 @@ pub(crate) struct Core {
     pub(crate) shared: Arc<Shared>,
     pub(crate) runtime: Arc<RuntimeShared>,
     run_queue: RefCell<VecDeque<TaskId>>,
-    tasks: RefCell<Slab<Rc<TaskSlot>>>,
+    tasks: RefCell<Slab<Task>>,
     next_generation: Cell<u32>,
     pub(crate) reactor: Reactor,
     pub(crate) timers: Timers,
@@ -287,37 +293,36 @@ impl Core {
             header.aborted.store(true, Ordering::Relaxed);
         }
         let waker = Waker::from(header.clone());
-        entry.insert(Rc::new(TaskSlot {
+        entry.insert(Task {
             header,
-            waker,
-            future: RefCell::new(TaskFuture::new(future, completion)),
-        }));
+            future: Some((waker, Box::pin(TaskFuture::new(future, completion)))),
+        });
         drop(tasks);
         self.run_queue.borrow_mut().push_back(id);
     }
 
     fn poll_task(&self, id: TaskId) {
-        let slot = match self.tasks.borrow().get(id.index()) {
-            Some(slot) if slot.header.id == id => slot.clone(),
+        let mut tasks = self.tasks.borrow_mut();
+        let task = match tasks.get_mut(id.index()) {
+            Some(task) if task.header.id == id => task,
             _ => return, // finished already; a stale wake
         };
-        slot.header.scheduled.store(false, Ordering::Release);
-        if slot.header.aborted.load(Ordering::Acquire) {
-            // Dropping the future reports the cancellation (see `Completion`'s `Drop`).
-            let task = self.tasks.borrow_mut().remove(id.index());
-            drop(task);
-            return;
+        task.header.scheduled.store(false, Ordering::Release);
+        // An aborted task is dropped unpolled: dropping its future reports the cancellation (see
+        // `Completion`'s `Drop`). (`future` is `None` only if a panic escaped its last poll.)
+        let aborted = task.header.aborted.load(Ordering::Acquire);
+        let running = if aborted { None } else { task.future.take() };
+        drop(tasks);
+        if let Some((waker, mut future)) = running {
+            let mut cx = Context::from_waker(&waker);
+            if future.as_mut().poll(&mut cx).is_pending() {
+                self.tasks.borrow_mut()[id.index()].future = Some((waker, future));
+                return;
+            }
         }
-        let mut cx = Context::from_waker(&slot.waker);
-        let mut future = slot.future.borrow_mut();
-        // SAFETY: the future stays where it is until the last `Rc` to its slot drops it there:
-        // nothing moves it out (it is unsized behind the `Rc`, and only borrowed, here).
-        let future = unsafe { Pin::new_unchecked(&mut *future) };
-        if future.poll(&mut cx).is_ready() {
-            // Dropped outside the slab borrow: its destructor may spawn or touch the reactor.
-            let task = self.tasks.borrow_mut().remove(id.index());
-            drop(task);
-        }
+        // Dropped outside the slab borrow: its destructor may spawn or touch the reactor.
+        let task = self.tasks.borrow_mut().remove(id.index());
+        drop(task);
     }
 
     /// Takes what other threads sent: task wakes and spawns.
