@@ -32,7 +32,7 @@ use volt_rt::time::{sleep_until, Sleep};
 
 use crate::request::{Parts, RequestBody};
 use crate::response::{IntoResponse, Response};
-use crate::server::{Worker, READ_BUF};
+use crate::server::{ConnGuard, Worker, READ_BUF};
 use crate::service::Service;
 use crate::transport::Transport;
 use crate::{Error, Request};
@@ -113,75 +113,96 @@ pub(crate) fn new_conn(stream: Transport, remote: SocketAddr, worker: Rc<Worker>
     })
 }
 
-pub(crate) async fn serve<S: Service>(io: Rc<ConnIo>, service: Arc<S>) {
-    // No `let worker = &io.worker` and the like: a reference kept across the `.await`s below
-    // is a field of this future, which every idle connection holds.
-    // When the first byte of an unfinished head arrived; bounds a slowloris.
-    let mut head_started: Option<Instant> = None;
-    // Length of the unfinished head the last parse gave up on. A head can only end at a LF, so
-    // bytes that bring none are not worth parsing again from the start (a head dripped in
-    // byte by byte would otherwise cost time quadratic in its size).
-    let mut unfinished = 0;
-    loop {
-        if io.worth_parsing(unfinished) {
-            let next = loop {
-                // Every request in the buffer whose answer is ready at once is answered, and
-                // the answers written, within this one poll ...
-                let step =
-                    poll_fn(|cx| Poll::Ready(answer_ready(&io, &*service, &mut head_started, cx)));
-                // ... and what has to wait goes on in a future of its own, boxed: its state
-                // would otherwise widen every connection's future, idle ones included.
-                let waiting = match step.await {
-                    Step::Done(next) => break next,
-                    Step::Wait(wait) => Box::pin(io.resume(wait)),
+/// Serves an HTTP/1 connection until it closes. `guard`, the connection's entry in its
+/// worker's table (`None` on TLS, whose task holds it around the handshake too), goes with the
+/// future.
+///
+/// Not an async fn but a function returning an `async move` block: an async fn copies its
+/// arguments into locals of its state and keeps the argument slots too, unused (16 bytes
+/// here); the block uses what it captured in place. And the guard is captured here rather
+/// than by a wrapping block in the task (`async move { let _guard = guard; serve(..).await }`):
+/// that wrapper's state tag lay on a cache line of its own in the task, one L1 miss more a
+/// keep-alive request.
+#[allow(clippy::manual_async_fn)] // an async fn keeps copies of its arguments, see above
+pub(crate) fn serve<S: Service>(
+    io: Rc<ConnIo>,
+    service: Arc<S>,
+    guard: Option<ConnGuard>,
+) -> impl Future<Output = ()> {
+    async move {
+        // Captured, and dropped with the future: however the connection ends.
+        let _ = &guard;
+        // No `let worker = &io.worker` and the like: a reference kept across the `.await`s below
+        // is a field of this future, which every idle connection holds.
+        // When the first byte of an unfinished head arrived; bounds a slowloris.
+        let mut head_started: Option<Instant> = None;
+        // Length of the unfinished head the last parse gave up on. A head can only end at a LF, so
+        // bytes that bring none are not worth parsing again from the start (a head dripped in
+        // byte by byte would otherwise cost time quadratic in its size).
+        let mut unfinished = 0;
+        loop {
+            if io.worth_parsing(unfinished) {
+                let next = loop {
+                    // Every request in the buffer whose answer is ready at once is answered, and
+                    // the answers written, within this one poll ...
+                    let step = poll_fn(|cx| {
+                        Poll::Ready(answer_ready(&io, &*service, &mut head_started, cx))
+                    });
+                    // ... and what has to wait goes on in a future of its own, boxed: its state
+                    // would otherwise widen every connection's future, idle ones included.
+                    let waiting = match step.await {
+                        Step::Done(next) => break next,
+                        Step::Wait(wait) => Box::pin(io.resume(wait)),
+                    };
+                    match waiting.await {
+                        Next::KeepAlive => {} // on with the requests after it
+                        next => break next,
+                    }
                 };
-                match waiting.await {
-                    Next::KeepAlive => {} // on with the requests after it
-                    next => break next,
+                match next {
+                    Next::KeepAlive => {}
+                    Next::Close => return,
+                    // Boxed for the same reason.
+                    Next::Http2 => return Box::pin(switch_to_h2(io, service)).await,
                 }
-            };
-            match next {
-                Next::KeepAlive => {}
-                Next::Close => return,
-                // Boxed for the same reason.
-                Next::Http2 => return Box::pin(switch_to_h2(io, service)).await,
+                unfinished = match head_started {
+                    Some(_) => io.read_buf.borrow().len(),
+                    None => 0,
+                };
             }
-            unfinished = match head_started {
-                Some(_) => io.read_buf.borrow().len(),
-                None => 0,
-            };
-        }
-        let idle = io.read_buf.borrow().is_empty();
-        if idle && io.worker.is_shutting_down() {
-            return;
-        }
-        let deadline = match head_started {
-            Some(t) => t + io.worker.config.header_read_timeout,
-            None => volt_rt::time::now() + io.worker.config.idle_timeout,
-        };
-        if idle {
-            io.release_buffers();
-            io.idle.set(true);
-            let ready = io.readable(deadline).await.is_some();
-            io.idle.set(false);
-            if !ready {
-                return; // idle timeout: close quietly
-            }
-        }
-        match io.read(deadline, 0).await {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(ReadError::Io) => return,
-            Err(ReadError::Timeout) => {
-                if !idle {
-                    let e = Error::new(StatusCode::REQUEST_TIMEOUT, "request head took too long");
-                    io.worker.refresh_date();
-                    io.respond_error(e);
-                    // Boxed: this rare path would otherwise add a write future's size to
-                    // every idle connection.
-                    Box::pin(io.flush(true)).await;
-                }
+            let idle = io.read_buf.borrow().is_empty();
+            if idle && io.worker.is_shutting_down() {
                 return;
+            }
+            let deadline = match head_started {
+                Some(t) => t + io.worker.config.header_read_timeout,
+                None => volt_rt::time::now() + io.worker.config.idle_timeout,
+            };
+            if idle {
+                io.release_buffers();
+                io.idle.set(true);
+                let ready = io.readable(deadline).await.is_some();
+                io.idle.set(false);
+                if !ready {
+                    return; // idle timeout: close quietly
+                }
+            }
+            match io.read(deadline, 0).await {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(ReadError::Io) => return,
+                Err(ReadError::Timeout) => {
+                    if !idle {
+                        let e =
+                            Error::new(StatusCode::REQUEST_TIMEOUT, "request head took too long");
+                        io.worker.refresh_date();
+                        io.respond_error(e);
+                        // Boxed: this rare path would otherwise add a write future's size to
+                        // every idle connection.
+                        Box::pin(io.flush(true)).await;
+                    }
+                    return;
+                }
             }
         }
     }
@@ -749,7 +770,7 @@ mod tests {
     use super::*;
 
     /// The size of the futures `f` returns.
-    fn future_size<A, B, F>(f: fn(A, B) -> F) -> usize {
+    fn future_size<A, B, C, F>(f: fn(A, B, C) -> F) -> usize {
         let _ = f;
         std::mem::size_of::<F>()
     }
