@@ -237,10 +237,7 @@ async fn run_worker<S: Service>(
                             worker.clone(),
                         );
                         worker.track_idle(slot, &io);
-                        volt_rt::spawn(async move {
-                            let _guard = guard;
-                            crate::conn::serve(io, service).await;
-                        })
+                        volt_rt::spawn(crate::conn::serve(io, service, Some(guard)))
                     }
                     Some(tls) => {
                         let serve = crate::tls::serve(
@@ -367,7 +364,7 @@ struct ConnEntry {
 }
 
 /// Removes a connection's entry when its task ends, however it ends.
-struct ConnGuard {
+pub(crate) struct ConnGuard {
     worker: Rc<Worker>,
     slot: usize,
 }

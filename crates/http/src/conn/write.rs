@@ -85,7 +85,8 @@ impl ConnIo {
     pub(crate) async fn close(&self) {
         if self.writable.get() {
             let deadline = Instant::now() + self.worker.config.write_timeout;
-            self.until(deadline, |cx| self.stream.poll_close(cx)).await;
+            self.until(deadline, |io, cx| io.stream.poll_close(cx))
+                .await;
         }
     }
 
@@ -162,8 +163,8 @@ impl ConnIo {
         last: bool,
     ) -> impl Future<Output = bool> + 'a {
         let deadline = volt_rt::time::now() + self.worker.config.write_timeout;
-        let mut write = self.until(deadline, move |cx| {
-            self.poll_write_out(cx, &bytes(), &mut written, last)
+        let mut write = self.until(deadline, move |io, cx| {
+            io.poll_write_out(cx, &bytes(), &mut written, last)
         });
         poll_fn(move |cx| {
             let ok = ready!(Pin::new(&mut write).poll(cx)).unwrap_or(false);
