@@ -31,10 +31,15 @@ use crate::conn::ConnIo;
 use crate::service::Service;
 
 /// Spare buffers a worker keeps for connections to reuse, of each kind (read, write). Idle
-/// connections hold none: they give theirs back
-/// ([`ConnIo::release_buffers`](crate::conn::ConnIo::release_buffers)).
+/// HTTP/1 connections over TCP hold none: they give theirs back
+/// ([`ConnIo::release_buffers`](crate::conn::ConnIo::release_buffers)); over TLS the wait for
+/// the next request is a read, which holds a read buffer.
 const POOL_SIZE: usize = 256;
 pub(crate) const READ_BUF: usize = 8 * 1024;
+/// The largest buffers the pools keep: one that held a large body is freed instead, rather than
+/// kept for good and handed to connections that need no such room.
+const POOL_READ_MAX: usize = 2 * READ_BUF;
+const POOL_WRITE_MAX: usize = 16 * 1024;
 
 /// An HTTP/1.x and HTTP/2 server, over cleartext or TLS.
 ///
@@ -369,6 +374,16 @@ pub(crate) struct ConnGuard {
     slot: usize,
 }
 
+impl ConnGuard {
+    /// The connection is no longer HTTP/1 (it switched to HTTP/2): its entry lets go of the
+    /// `ConnIo`, whose allocation its `Weak` would otherwise keep.
+    pub(crate) fn untrack(&self) {
+        if let Some(entry) = self.worker.conns.borrow_mut().get_mut(self.slot) {
+            entry.conn = Weak::new();
+        }
+    }
+}
+
 impl Drop for ConnGuard {
     fn drop(&mut self) {
         let entry = self.worker.conns.borrow_mut().try_remove(self.slot);
@@ -523,14 +538,15 @@ impl Worker {
 
     pub(crate) fn give_read_buf(&self, buf: BytesMut) {
         let mut pool = self.read_pool.borrow_mut();
-        if buf.is_empty() && buf.capacity() >= READ_BUF && pool.len() < POOL_SIZE {
+        let fits = (READ_BUF..=POOL_READ_MAX).contains(&buf.capacity());
+        if buf.is_empty() && fits && pool.len() < POOL_SIZE {
             pool.push(buf);
         }
     }
 
     pub(crate) fn give_write_buf(&self, mut buf: Vec<u8>) {
         let mut pool = self.write_pool.borrow_mut();
-        if buf.capacity() > 0 && pool.len() < POOL_SIZE {
+        if (1..=POOL_WRITE_MAX).contains(&buf.capacity()) && pool.len() < POOL_SIZE {
             buf.clear();
             pool.push(buf);
         }
@@ -575,5 +591,25 @@ impl Worker {
                 break;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pools keep the usual buffers and free large ones (a body's worth of room is not
+    /// kept for good).
+    #[test]
+    fn pools_turn_large_buffers_away() {
+        let worker = Worker::new(Arc::new(Config::default()));
+        worker.give_read_buf(BytesMut::with_capacity(READ_BUF));
+        worker.give_read_buf(BytesMut::with_capacity(1 << 20));
+        worker.give_write_buf(Vec::with_capacity(1024));
+        worker.give_write_buf(Vec::with_capacity(1 << 20));
+        assert_eq!(worker.read_pool.borrow().len(), 1);
+        assert_eq!(worker.write_pool.borrow().len(), 1);
+        assert!(worker.take_read_buf().capacity() <= POOL_READ_MAX);
+        assert!(worker.take_write_buf().capacity() <= POOL_WRITE_MAX);
     }
 }

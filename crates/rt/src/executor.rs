@@ -6,7 +6,8 @@
 //!
 //! Waking a task pushes its id onto the local run queue when the waker runs on the owning
 //! worker, and onto the worker's mutex-protected inbox plus an eventfd write otherwise. The
-//! `scheduled` flag keeps a task from being queued twice between two polls.
+//! `scheduled` flag keeps a task from being queued again and again between two polls (a local and
+//! a remote wake racing may both queue it: one poll more, for nothing).
 //!
 //! The loop ([`Core::run`]) fits on a screen: run up to [`BUDGET`] tasks, take the inbox, ask
 //! the reactor for I/O (without blocking when tasks are ready), fire due timers, repeat.
@@ -189,10 +190,18 @@ impl Shared {
 }
 
 impl Header {
-    /// Marks the task aborted and wakes it: its next poll drops it instead.
+    /// Marks the task aborted and wakes it: its next poll drops it instead. From another thread
+    /// the task is queued even if `scheduled` says it is: a poll starting on its worker may have
+    /// read `aborted` before this store (nothing orders its clear of `scheduled` before that
+    /// read against this thread), and the poll after the inbox's lock surely sees it.
     pub(crate) fn abort(self: &Arc<Self>) {
         self.aborted.store(true, Ordering::Release);
-        self.wake_by_ref();
+        if try_with_core(|core| core.shared.uid) == Some(self.worker_uid) {
+            self.wake_by_ref();
+        } else {
+            self.scheduled.store(true, Ordering::Release);
+            self.worker.schedule_remote(self.id);
+        }
     }
 }
 

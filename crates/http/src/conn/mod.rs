@@ -17,6 +17,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
+use std::mem::offset_of;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
@@ -55,7 +56,7 @@ const MIN_WRITE: usize = 1024;
 /// A keep-alive request touches every field (the address goes into the request), and with 64
 /// connections in a closed loop each line of this is a cache miss again by the connection's
 /// next request. So the fields are laid out by hand to fill three whole lines (192 bytes,
-/// checked by a test; a smaller `Sleep` made room), and the struct starts on a line of its
+/// asserted below; a smaller `Sleep` made room), and the struct starts on a line of its
 /// own: 208 bytes at the allocator's 16-byte alignment spanned four lines (keep-alive, 64
 /// connections, io_uring: L1 misses 15.5 + 5.6 -> 14.5 + 5.4 a request, reads + writes; Ir
 /// 2,760 -> 2,773 from code generated differently around it). The `Rc` holding it now takes
@@ -85,6 +86,10 @@ pub(crate) struct ConnIo {
     /// misses 17.3 + 4.7 -> 15.5 + 5.6 reads + writes).
     pub(crate) idle: Cell<bool>,
 }
+
+// Three whole cache lines, each starting where [`ConnIo`] says.
+const _: () = assert!(size_of::<ConnIo>() == 192 && align_of::<ConnIo>() == 64);
+const _: () = assert!(offset_of!(ConnIo, write_buf) == 64 && offset_of!(ConnIo, timer) == 128);
 
 /// What the connection does after a response.
 enum Next {
@@ -163,7 +168,10 @@ pub(crate) fn serve<S: Service>(
                     Next::KeepAlive => {}
                     Next::Close => return,
                     // Boxed for the same reason.
-                    Next::Http2 => return Box::pin(switch_to_h2(io, service)).await,
+                    Next::Http2 => {
+                        guard.as_ref().inspect(|g| g.untrack());
+                        return Box::pin(switch_to_h2(io, service)).await;
+                    }
                 }
                 unfinished = match head_started {
                     Some(_) => io.read_buf.borrow().len(),
@@ -183,6 +191,9 @@ pub(crate) fn serve<S: Service>(
                 Ok(_) => {}
                 Err(ReadError::Io) => return,
                 Err(ReadError::Timeout) => {
+                    // Not idle any more: a graceful shutdown must not abort what follows (over
+                    // TLS, the close_notify).
+                    io.idle.set(false);
                     // Idle: close quietly.
                     if !idle {
                         let e =
@@ -213,8 +224,9 @@ async fn switch_to_h2<S: Service>(io: Rc<ConnIo>, service: Arc<S>) {
     let read = io.read_buf.take();
     let (remote, worker) = (io.remote, io.worker.clone());
     drop(io); // the write buffer goes back to the worker's pool
-              // Boxed: an HTTP/2 connection's state is large, and HTTP/1 connections should not carry
-              // its size in their futures.
+
+    // Boxed: an HTTP/2 connection's state is large, and HTTP/1 connections should not carry
+    // its size in their futures.
     Box::pin(crate::h2::serve(
         Transport::Tcp(stream),
         read,
@@ -682,7 +694,9 @@ impl ConnIo {
 
     /// Reads the next bytes of a request into the read buffer. `idle` (no request started):
     /// first gives the buffers back ([`ConnIo::release_buffers`]) and waits, marked idle, until
-    /// the socket has something to read, and only then takes a buffer.
+    /// the socket has something to read, and only then takes a buffer. (Over TLS the transport
+    /// reports itself readable at once, as it may hold decrypted bytes: the wait is the read,
+    /// with a buffer taken.)
     ///
     /// One future for both waits, so `serve` keeps no deadline of its own between them; with
     /// `until`'s, which holds no `&self` twice, `serve`'s future is 16 bytes narrower (the
@@ -781,11 +795,11 @@ impl ConnIo {
             return;
         }
         let mut read = std::mem::take(&mut *self.read_buf.borrow_mut());
-        // The front of the buffer went to the requests' heads (`split_to`), so what is left
-        // reports less capacity than the pool wants. Those heads are dropped by now, and the
-        // whole allocation comes back without copying or allocating; without this, every
-        // keep-alive request dropped its buffer and the next one allocated a new one.
-        // (If a handler still holds a head, this fails and the pool turns the buffer away.)
+        // The buffer was advanced past the requests it held, so what is left reports less
+        // capacity than the pool wants; the whole allocation comes back without copying or
+        // allocating (without this, every keep-alive request dropped its buffer and the next
+        // one allocated a new one). If a handler still holds a body chunk split off this
+        // buffer, this fails and the pool turns the buffer away.
         let _ = read.try_reclaim(READ_BUF);
         self.worker.give_read_buf(read);
         let write = std::mem::take(&mut *self.write_buf.borrow_mut());
@@ -810,13 +824,6 @@ mod tests {
     fn future_size<A, B, C, F>(f: fn(A, B, C) -> F) -> usize {
         let _ = f;
         std::mem::size_of::<F>()
-    }
-
-    /// Three cache lines: see [`ConnIo`].
-    #[test]
-    fn conn_io_fills_three_lines() {
-        assert_eq!(std::mem::size_of::<ConnIo>(), 192);
-        assert_eq!(std::mem::align_of::<ConnIo>(), 64);
     }
 
     /// Every idle connection holds its `serve` future (what waits is boxed apart): it must
