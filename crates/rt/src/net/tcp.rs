@@ -203,10 +203,8 @@ impl Stream<Tcp> {
 
     /// The remote address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        match rustix::net::getpeername(self)? {
-            Some(a) => to_std_addr(a),
-            None => Err(io::ErrorKind::NotConnected.into()),
-        }
+        let addr = rustix::net::getpeername(self)?.ok_or(io::ErrorKind::NotConnected)?;
+        to_std_addr(addr)
     }
 
     /// The local address.
