@@ -87,10 +87,7 @@ impl<T> Receiver<T> {
         if state.senders == 0 {
             return Poll::Ready(None);
         }
-        match &state.receiver {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => state.receiver = Some(cx.waker().clone()),
-        }
+        crate::future::keep_waker(&mut state.receiver, cx.waker());
         Poll::Pending
     }
 

@@ -142,25 +142,25 @@ impl Shared {
     /// case: every I/O event) saves no registers for the inbox's lock.
     #[cold]
     fn schedule_remote(&self, id: TaskId) {
-        let mut inbox = self.lock_inbox();
-        if inbox.closed {
-            return; // the task was dropped with its worker
-        }
-        inbox.wakes.push(id);
-        drop(inbox);
-        self.notify();
+        // If the worker has exited, the task was dropped with it.
+        self.post(|inbox| inbox.wakes.push(id));
     }
 
     /// Runs `f` on this worker (it spawns the task there). If the worker has exited, `f` is
     /// dropped instead, which cancels the task it would have spawned.
     pub(crate) fn send_spawn(&self, f: Box<dyn FnOnce() + Send>) {
+        self.post(|inbox| inbox.spawns.push(f));
+    }
+
+    /// Adds to the inbox with `put` and wakes the worker, unless the worker has exited: then
+    /// `put` is dropped unrun, outside the lock (a parameter, it is dropped after the guard), as
+    /// what it holds may wake whoever awaits a task.
+    fn post(&self, put: impl FnOnce(&mut Inbox)) {
         let mut inbox = self.lock_inbox();
         if inbox.closed {
-            drop(inbox);
-            drop(f); // outside the lock: it wakes whoever awaits the task
             return;
         }
-        inbox.spawns.push(f);
+        put(&mut inbox);
         drop(inbox);
         self.notify();
     }
@@ -312,9 +312,8 @@ impl Core {
 
     fn poll_task(&self, id: TaskId) {
         let mut tasks = self.tasks.borrow_mut();
-        let task = match tasks.get_mut(id.index()) {
-            Some(task) if task.header.id == id => task,
-            _ => return, // finished already; a stale wake
+        let Some(task) = tasks.get_mut(id.index()).filter(|t| t.header.id == id) else {
+            return; // finished already; a stale wake
         };
         task.header.scheduled.store(false, Ordering::Release);
         // An aborted task is dropped unpolled: dropping its future reports the cancellation (see

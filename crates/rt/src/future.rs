@@ -2,7 +2,7 @@
 
 use std::future::{poll_fn, Future};
 use std::pin::pin;
-use std::task::Poll;
+use std::task::{Poll, Waker};
 
 /// The output of [`race`]: which future finished first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,4 +27,12 @@ pub async fn race<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Outp
         Poll::Pending
     })
     .await
+}
+
+/// Keeps `waker` in `slot`, unless the one there already wakes the same task (no clone then).
+#[inline]
+pub(crate) fn keep_waker(slot: &mut Option<Waker>, waker: &Waker) {
+    if slot.as_ref().is_none_or(|w| !w.will_wake(waker)) {
+        *slot = Some(waker.clone());
+    }
 }

@@ -142,11 +142,8 @@ impl Runtime {
         let cpus = self.pin_to_cores.then(allowed_cpus).unwrap_or_default();
         let f = &f;
         std::thread::scope(|scope| {
-            let threads: Vec<_> = self
-                .shared
-                .workers
-                .iter()
-                .enumerate()
+            let workers = self.shared.workers.iter().enumerate();
+            let threads: Vec<_> = workers
                 .map(|(index, shared)| {
                     let cpu = (!cpus.is_empty()).then(|| cpus[index % cpus.len()]);
                     let runtime = self.shared.clone();

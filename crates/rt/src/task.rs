@@ -121,10 +121,7 @@ impl<T> Future for JoinHandle<T> {
             return Poll::Ready(result);
         }
         assert!(!inner.finished, "JoinHandle polled after it completed");
-        match &inner.waiter {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => inner.waiter = Some(cx.waker().clone()),
-        }
+        crate::future::keep_waker(&mut inner.waiter, cx.waker());
         Poll::Pending
     }
 }
@@ -158,10 +155,8 @@ impl<T> Completion<T> {
 impl<T> Drop for Completion<T> {
     fn drop(&mut self) {
         // A no-op if the task finished.
-        let cancelled = JoinError {
-            kind: JoinErrorKind::Cancelled,
-        };
-        self.state.complete(Err(cancelled));
+        let kind = JoinErrorKind::Cancelled;
+        self.state.complete(Err(JoinError { kind }));
     }
 }
 
@@ -206,9 +201,8 @@ impl<F: Future> Future for TaskFuture<F> {
 
 impl JoinError {
     pub(crate) fn panic(payload: Box<dyn Any + Send + 'static>) -> Self {
-        JoinError {
-            kind: JoinErrorKind::Panic(payload),
-        }
+        let kind = JoinErrorKind::Panic(payload);
+        JoinError { kind }
     }
 
     /// The task was aborted before it finished.

@@ -286,11 +286,13 @@ impl<P> Stream<P> {
     }
 }
 
+/// The flags of every socket volt-rt makes or accepts: non-blocking, close-on-exec.
+pub(super) const SOCKET_FLAGS: SocketFlags = SocketFlags::NONBLOCK.union(SocketFlags::CLOEXEC);
+
 /// A new non-blocking, close-on-exec stream socket of `family`.
 pub(super) fn socket(family: AddressFamily) -> io::Result<OwnedFd> {
     let kind = SocketType::STREAM;
-    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
-    Ok(rustix::net::socket_with(family, kind, flags, None)?)
+    Ok(rustix::net::socket_with(family, kind, SOCKET_FLAGS, None)?)
 }
 
 /// A receive sink (io_uring) that copies into `buf` from its start, as much as fits.

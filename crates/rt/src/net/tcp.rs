@@ -7,10 +7,10 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::Duration;
 
-use rustix::net::{sockopt, AddressFamily, SocketFlags};
+use rustix::net::{sockopt, AddressFamily};
 
 use super::source::Source;
-use super::stream::{socket, Stream, Tcp};
+use super::stream::{socket, Stream, Tcp, SOCKET_FLAGS};
 use crate::reactor::{Direction, Kind};
 
 /// How a [`TcpListener`] is bound. `SO_REUSEADDR` is always on.
@@ -142,8 +142,7 @@ impl TcpListener {
             if let Some(accepted) = self.source.poll_accept(cx) {
                 return accepted;
             }
-            let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
-            let accept = |fd: &_| rustix::net::acceptfrom_with(fd, flags);
+            let accept = |fd: &_| rustix::net::acceptfrom_with(fd, SOCKET_FLAGS);
             let accepted = self.source.poll_io(cx, Direction::Read, accept, |_| false);
             accepted.map(|r| match r? {
                 (fd, Some(addr)) => Ok((fd, to_std_addr(addr)?)),
@@ -203,10 +202,8 @@ impl Stream<Tcp> {
 
     /// The remote address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        match rustix::net::getpeername(self)? {
-            Some(a) => to_std_addr(a),
-            None => Err(io::ErrorKind::NotConnected.into()),
-        }
+        let addr = rustix::net::getpeername(self)?.ok_or(io::ErrorKind::NotConnected)?;
+        to_std_addr(addr)
     }
 
     /// The local address.

@@ -5,10 +5,10 @@ use std::future::poll_fn;
 use std::io;
 use std::path::Path;
 
-use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
+use rustix::net::{AddressFamily, SocketAddrUnix, SocketType};
 
 use super::source::Source;
-use super::stream::{socket, Stream, Unix};
+use super::stream::{socket, Stream, Unix, SOCKET_FLAGS};
 use crate::reactor::{Direction, Kind};
 
 /// A Unix-domain stream listener registered with the current worker.
@@ -30,8 +30,7 @@ impl UnixListener {
     /// Waits for a connection.
     pub async fn accept(&self) -> io::Result<UnixStream> {
         let fd = poll_fn(|cx| {
-            let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
-            let accept = |fd: &_| rustix::net::accept_with(fd, flags);
+            let accept = |fd: &_| rustix::net::accept_with(fd, SOCKET_FLAGS);
             self.source.poll_io(cx, Direction::Read, accept, |_| false)
         })
         .await?;
@@ -60,12 +59,8 @@ impl Stream<Unix> {
 
     /// A connected pair, both ends on the current worker.
     pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
-        let (a, b) = rustix::net::socketpair(
-            AddressFamily::UNIX,
-            SocketType::STREAM,
-            SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
-            None,
-        )?;
+        let (family, kind) = (AddressFamily::UNIX, SocketType::STREAM);
+        let (a, b) = rustix::net::socketpair(family, kind, SOCKET_FLAGS, None)?;
         Ok((Stream::new(a, false)?, Stream::new(b, false)?))
     }
 }

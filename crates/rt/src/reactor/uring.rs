@@ -82,9 +82,8 @@ pub(super) fn probe() -> io::Result<()> {
     let release = uname.release().to_string_lossy();
     let major: Option<u32> = release.split('.').next().and_then(|p| p.parse().ok());
     if major.unwrap_or(0) < 6 {
-        return Err(io::Error::other(format!(
-            "kernel {release} lacks multishot receive (needs 6.0)"
-        )));
+        let msg = format!("kernel {release} lacks multishot receive (needs 6.0)");
+        return Err(io::Error::other(msg));
     }
     IoUring::new(8).map(drop)
 }
@@ -353,12 +352,8 @@ impl Reactor {
         let st = &mut *self.state.borrow_mut();
         let slot = &mut st.sources[token];
         let mut total = 0;
-        if let Some(spill) = slot
-            .rare
-            .as_mut()
-            .map(|r| &mut r.spill)
-            .filter(|s| !s.is_empty())
-        {
+        let spill = slot.rare.as_mut().map(|r| &mut r.spill);
+        if let Some(spill) = spill.filter(|s| !s.is_empty()) {
             total = sink(spill);
             spill.drain(..total);
             if !spill.is_empty() || slot.received.len == 0 {
@@ -634,13 +629,9 @@ impl State {
         });
         peer.len = size_of::<SocketAddrStorage>() as SocketAddrLen;
         let flags = rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC;
-        let sqe = opcode::Accept::new(
-            types::Fd(slot.fd),
-            peer.addr.as_mut_ptr().cast(),
-            &mut peer.len,
-        )
-        .flags(flags.bits() as i32)
-        .build();
+        let (addr, len) = (peer.addr.as_mut_ptr().cast(), &mut peer.len);
+        let sqe = opcode::Accept::new(types::Fd(slot.fd), addr, len);
+        let sqe = sqe.flags(flags.bits() as i32).build();
         // SAFETY: `peer` is boxed in the slot's `rare`, neither replaced nor freed before the
         // slot, which outlives the accept (`maybe_close`, `Reactor::drop`); it is read only after
         // the completion.
