@@ -169,7 +169,9 @@ pub(crate) fn serve<S: Service>(
                     Next::Close => return,
                     // Boxed for the same reason.
                     Next::Http2 => {
-                        guard.as_ref().inspect(|g| g.untrack());
+                        if let Some(guard) = &guard {
+                            guard.untrack();
+                        }
                         return Box::pin(switch_to_h2(io, service)).await;
                     }
                 }
