@@ -60,6 +60,7 @@ mod config;
 mod conn;
 mod error;
 mod h2;
+mod json;
 mod request;
 mod response;
 mod router;

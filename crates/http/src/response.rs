@@ -9,6 +9,7 @@ use http::StatusCode;
 use serde::Serialize;
 
 use crate::body::Body;
+use crate::json;
 
 /// An HTTP response.
 ///
@@ -89,9 +90,10 @@ impl Response {
         let serialized = SCRATCH.with(|scratch| {
             // Busy only if a `Serialize` impl itself makes a JSON response.
             let Ok(mut scratch) = scratch.try_borrow_mut() else {
-                return serde_json::to_vec(value).map(Bytes::from);
+                let mut body = BytesMut::new();
+                return write_json(&mut body, value).map(|()| body.freeze());
             };
-            let written = serde_json::to_writer(Append(&mut scratch), value);
+            let written = write_json(&mut scratch, value);
             let body = scratch.split().freeze();
             if body.len() > SCRATCH_MAX {
                 *scratch = BytesMut::with_capacity(SCRATCH_SIZE);
@@ -193,6 +195,18 @@ impl Response {
     /// Takes the body, leaving an empty one.
     pub fn take_body(&mut self) -> Body {
         std::mem::replace(&mut self.body, Body::empty())
+    }
+}
+
+/// Appends `value` as JSON to the empty `out`: by volt's own serializer, or by serde_json for
+/// the serde_json types only it can write.
+fn write_json<T: Serialize + ?Sized>(out: &mut BytesMut, value: &T) -> Result<(), String> {
+    match json::write(out, value) {
+        Err(json::Error::SerdeJsonType) => {
+            out.clear();
+            serde_json::to_writer(Append(out), value).map_err(|e| e.to_string())
+        }
+        written => written.map_err(|e| e.to_string()),
     }
 }
 
