@@ -3,9 +3,10 @@
 //!
 //! It is ours for speed. serde_json looks every byte of a string up in a table and writes a
 //! value in many small pieces; here a string is checked eight bytes at a time and, when nothing
-//! in it needs escaping (almost always), copied in one piece. On TechEmpower's `/json` that
-//! is 316 → ~130 instructions a request. Integers are formatted by `itoa`, as serde_json does;
-//! floats by serde_json itself.
+//! in it needs escaping (almost always), copied in one piece: a 4.6 KB API payload costs 2.3×
+//! fewer instructions than through serde_json (`examples/json_speed.rs`), TechEmpower's
+//! `/json` ~100 fewer a request. Integers are formatted by `itoa`, as serde_json does; floats
+//! by serde_json itself.
 //!
 //! Two serde_json types cannot be written without serde_json's internals: `Number` with its
 //! `arbitrary_precision` feature and `RawValue`. They announce themselves by a struct name, and
