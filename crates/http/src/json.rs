@@ -312,7 +312,10 @@ impl Compound<'_> {
     }
 
     fn close(self) -> Result<(), Error> {
-        self.out.extend_from_slice(self.close);
+        // One or two bytes: stores, where `extend_from_slice` would call `memcpy`.
+        for &byte in self.close {
+            self.out.put_u8(byte);
+        }
         Ok(())
     }
 }
