@@ -337,6 +337,30 @@ mod tests {
         assert_eq!(r.header("content-type").unwrap(), "application/json");
     }
 
+    /// Serializes as a string the JSON response it makes of a `RawValue`, which goes to
+    /// serde_json.
+    struct NestedRaw;
+
+    impl Serialize for NestedRaw {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let raw = serde_json::value::RawValue::from_string("[ 2 ]".into()).unwrap();
+            let inner = Response::json(&[&raw]);
+            s.serialize_str(std::str::from_utf8(body(&inner)).unwrap())
+        }
+    }
+
+    #[test]
+    fn json_bodies_made_while_another_is_being_made() {
+        let raw = serde_json::value::RawValue::from_string("{ }".into()).unwrap();
+        // The inner body goes to serde_json, the outer to volt's serializer, and the other way.
+        assert_eq!(body(&Response::json(&(NestedRaw, 1))), br#"["[[ 2 ]]",1]"#);
+        assert_eq!(body(&Response::json(&(Nested, &raw))), br#"["[1,2]",{ }]"#);
+        assert_eq!(
+            body(&Response::json(&(NestedRaw, &raw))),
+            br#"["[[ 2 ]]",{ }]"#
+        );
+    }
+
     /// Fails after writing part of itself.
     struct FailsHalfway {
         panics: bool,
