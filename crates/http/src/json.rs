@@ -10,9 +10,14 @@
 //!
 //! Two serde_json types cannot be written without serde_json's internals: `Number` with its
 //! `arbitrary_precision` feature and `RawValue`. They announce themselves by a struct name, and
-//! [`write`] answers [`Error::SerdeJsonType`] for them so the caller can use serde_json instead.
-//! Map keys follow serde_json: strings, and numbers and booleans in quotes; anything else is
-//! an error.
+//! [`write()`] answers [`Error::SerdeJsonType`] for them so the caller can use serde_json instead
+//! (which serializes the whole value a second time; with `arbitrary_precision` on anywhere in
+//! the build, that is every `serde_json::Value` holding a number). Map keys follow serde_json:
+//! strings, and numbers and booleans in quotes; anything else is an error.
+//!
+//! Where serde_json writes something that is not JSON, or panics, this writes JSON or fails: a
+//! `Serialize` impl that announces a sequence or map of length 0 and then writes elements
+//! (serde_json closes it at once: `[],1]`), and a `Display` impl that fails in `collect_str`.
 
 use std::fmt::{self, Display, Write as _};
 
@@ -409,6 +414,10 @@ impl ser::SerializeMap for Compound<'_> {
 
     /// The key is written as any value, then checked: a string stays, a number or bool is put
     /// in quotes, anything else is an error (serde_json's rules, without a second serializer).
+    /// A `Serializer` is used up by the one call that writes a value, so the key wrote exactly
+    /// one JSON value, and its first byte says which kind: `"` a string (also a char, a unit
+    /// variant, `collect_str`), `-` or a digit a number, `t` or `f` a bool. `n` (null, and a
+    /// float that is not finite), `[` and `{` are what serde_json refuses.
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
         self.separate();
         let start = self.out.len();
@@ -505,8 +514,11 @@ fn needs_escape(bytes: &[u8]) -> bool {
 }
 
 /// Whether any byte of `w` is below 0x20, `"` or `\`: the classic "has a byte less than n"
-/// and "has a zero byte" tests (exact as yes/no answers; the borrows between bytes only
-/// start at a byte that already answers yes).
+/// and "has a zero byte" tests, exact as yes/no answers for any limit n up to 0x80. A byte b
+/// gets its top bit set in `(b - n) & !b` when b < n (b - n wraps to 0x80 or more, and b's
+/// own top bit is clear), and not when b ≥ n: then b - n < 0x80, or b ≥ 0x80 and `!b` clears
+/// the bit. Only a byte below n borrows from the next, so the lowest byte that answers yes
+/// answers truly, and bytes above it can only add to a yes.
 fn word_needs_escape(w: u64) -> bool {
     const fn each(byte: u8) -> u64 {
         u64::from_ne_bytes([byte; 8])
