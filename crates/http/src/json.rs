@@ -10,9 +10,14 @@
 //!
 //! Two serde_json types cannot be written without serde_json's internals: `Number` with its
 //! `arbitrary_precision` feature and `RawValue`. They announce themselves by a struct name, and
-//! [`write`] answers [`Error::SerdeJsonType`] for them so the caller can use serde_json instead.
-//! Map keys follow serde_json: strings, and numbers and booleans in quotes; anything else is
-//! an error.
+//! [`write()`] answers [`Error::SerdeJsonType`] for them so the caller can use serde_json instead
+//! (which serializes the whole value a second time; with `arbitrary_precision` on anywhere in
+//! the build, that is every `serde_json::Value` holding a number). Map keys follow serde_json:
+//! strings, and numbers and booleans in quotes; anything else is an error.
+//!
+//! Where serde_json writes something that is not JSON, or panics, this writes JSON or fails: a
+//! `Serialize` impl that announces a sequence or map of length 0 and then writes elements
+//! (serde_json closes it at once: `[],1]`), and a `Display` impl that fails in `collect_str`.
 
 use std::fmt::{self, Display, Write as _};
 
@@ -412,6 +417,10 @@ impl ser::SerializeMap for Compound<'_> {
 
     /// The key is written as any value, then checked: a string stays, a number or bool is put
     /// in quotes, anything else is an error (serde_json's rules, without a second serializer).
+    /// A `Serializer` is used up by the one call that writes a value, so the key wrote exactly
+    /// one JSON value, and its first byte says which kind: `"` a string (also a char, a unit
+    /// variant, `collect_str`), `-` or a digit a number, `t` or `f` a bool. `n` (null, and a
+    /// float that is not finite), `[` and `{` are what serde_json refuses.
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
         self.separate();
         let start = self.out.len();
@@ -508,8 +517,11 @@ fn needs_escape(bytes: &[u8]) -> bool {
 }
 
 /// Whether any byte of `w` is below 0x20, `"` or `\`: the classic "has a byte less than n"
-/// and "has a zero byte" tests (exact as yes/no answers; the borrows between bytes only
-/// start at a byte that already answers yes).
+/// and "has a zero byte" tests, exact as yes/no answers for any limit n up to 0x80. A byte b
+/// gets its top bit set in `(b - n) & !b` when b < n (b - n wraps to 0x80 or more, and b's
+/// own top bit is clear), and not when b ≥ n: then b - n < 0x80, or b ≥ 0x80 and `!b` clears
+/// the bit. Only a byte below n borrows from the next, so the lowest byte that answers yes
+/// answers truly, and bytes above it can only add to a yes.
 fn word_needs_escape(w: u64) -> bool {
     const fn each(byte: u8) -> u64 {
         u64::from_ne_bytes([byte; 8])
@@ -687,22 +699,31 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             state >> 33
         };
+        // `next` gives 31 bits; a float takes any 64 (non-finite ones become null).
+        fn bits(next: &mut impl FnMut() -> u64) -> u64 {
+            next() << 62 | next() << 31 | next()
+        }
+        fn string(next: &mut impl FnMut() -> u64) -> String {
+            (0..next() % 24)
+                .map(|_| {
+                    let range = if next() % 4 == 0 { 0x11_0000 } else { 0x300 };
+                    char::from_u32((next() % range) as u32).unwrap_or('?')
+                })
+                .collect()
+        }
         fn value(next: &mut impl FnMut() -> u64, depth: u32) -> Value {
-            let pick = next() % if depth > 3 { 5 } else { 7 };
+            let pick = next() % if depth > 3 { 6 } else { 8 };
             match pick {
                 0 => Value::Null,
                 1 => Value::Bool(next() % 2 == 0),
                 2 => Value::from(next() as i64 - (1 << 30)),
-                3 => Value::from(f64::from_bits(next() << 31 | next()) % 1e12),
-                4 => Value::String(
-                    (0..next() % 24)
-                        .map(|_| char::from_u32((next() % 0x300) as u32).unwrap_or('?'))
-                        .collect(),
-                ),
-                5 => Value::Array((0..next() % 5).map(|_| value(next, depth + 1)).collect()),
+                3 => Value::from(bits(next)),
+                4 => Value::from(f64::from_bits(bits(next))),
+                5 => Value::String(string(next)),
+                6 => Value::Array((0..next() % 5).map(|_| value(next, depth + 1)).collect()),
                 _ => Value::Object(
                     (0..next() % 5)
-                        .map(|i| (format!("k{i}\u{1}"), value(next, depth + 1)))
+                        .map(|_| (string(next), value(next, depth + 1)))
                         .collect(),
                 ),
             }
@@ -746,5 +767,396 @@ mod tests {
         assert!(matches!(write(&mut out, &raw), Err(Error::SerdeJsonType)));
         let r = crate::Response::json(&(1, &raw));
         assert_eq!(&r.body().as_bytes().unwrap()[..], br#"[1,{"a": [1, 2]}]"#);
+    }
+
+    /// A map of the given entries, written through `serialize_map`.
+    struct Entries<K>(Vec<K>);
+
+    impl<K: Serialize> Serialize for Entries<K> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = s.serialize_map(Some(self.0.len()))?;
+            for (i, key) in self.0.iter().enumerate() {
+                map.serialize_entry(key, &i)?;
+            }
+            map.end()
+        }
+    }
+
+    /// A value written with `collect_str` from `Display` fragments.
+    struct Fragments(&'static [&'static str]);
+
+    impl Display for Fragments {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            self.0.iter().try_for_each(|s| f.write_str(s))
+        }
+    }
+
+    impl Serialize for Fragments {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_str(self)
+        }
+    }
+
+    #[derive(Serialize, PartialEq, Eq, PartialOrd, Ord)]
+    enum KeyVariant {
+        Plain,
+        #[serde(rename = "re\"named\u{1}")]
+        Renamed,
+    }
+
+    #[derive(Serialize)]
+    struct KeyNewtype<T>(T);
+
+    #[test]
+    fn map_keys_as_serde_json_writes_them() {
+        same_as_serde_json(&Entries(vec![KeyVariant::Plain, KeyVariant::Renamed]));
+        same_as_serde_json(&Entries(vec![KeyNewtype("n"), KeyNewtype("\\")]));
+        same_as_serde_json(&Entries(vec![KeyNewtype(KeyNewtype(-5i8))]));
+        same_as_serde_json(&Entries(vec![Some(true), Some(false)]));
+        same_as_serde_json(&Entries(vec![Some(Some(3u16))]));
+        same_as_serde_json(&Entries(vec![i128::MIN, -1, 0, i128::MAX]));
+        same_as_serde_json(&Entries(vec![u128::MAX]));
+        same_as_serde_json(&Entries(vec![u8::MAX]));
+        same_as_serde_json(&Entries(vec![
+            0.0f32,
+            -0.0,
+            1e-7,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+        ]));
+        same_as_serde_json(&Entries(vec![-0.0f64, 5e-324, 1e21, -1.5e-300]));
+        same_as_serde_json(&Entries(vec![
+            '\u{0}',
+            '"',
+            '\\',
+            '\u{7f}',
+            '\u{10ffff}',
+            '-',
+        ]));
+        same_as_serde_json(&Entries(vec!["", "-1", "true", "null", "{", "\u{1f}\n"]));
+        same_as_serde_json(&Entries(vec![
+            Fragments(&["1", "2"]),
+            Fragments(&["", "\"", "abcdefg\n", "\u{2028}é"]),
+            Fragments(&[]),
+        ]));
+        same_as_serde_json(&Entries(vec![
+            Value::from("s"),
+            Value::from(-3),
+            Value::from(u64::MAX),
+            Value::from(0.25),
+            Value::Bool(true),
+        ]));
+    }
+
+    /// Writes `key` as a map key both ways, and checks both refuse it.
+    fn refused_as_key<K: Serialize>(key: K) {
+        let map = Entries(vec![key]);
+        let mut ours = BytesMut::new();
+        assert!(
+            write(&mut ours, &map).is_err(),
+            "{:?}",
+            String::from_utf8_lossy(&ours)
+        );
+        assert!(serde_json::to_vec(&map).is_err());
+    }
+
+    #[derive(Serialize)]
+    struct KeyUnit;
+
+    #[derive(Serialize)]
+    struct KeyStruct {
+        a: &'static str,
+    }
+
+    #[derive(Serialize)]
+    struct KeyTuple(&'static str, u8);
+
+    #[derive(Serialize)]
+    enum KeyShapes {
+        Newtype(&'static str),
+        Tuple(&'static str, u8),
+        Struct { a: &'static str },
+    }
+
+    #[test]
+    fn keys_serde_json_refuses_are_refused() {
+        refused_as_key(());
+        refused_as_key(KeyUnit);
+        refused_as_key(None::<&str>);
+        refused_as_key(Some(()));
+        refused_as_key(KeyNewtype(()));
+        refused_as_key(["a"]);
+        refused_as_key(Vec::<&str>::new());
+        refused_as_key(("a", 1));
+        refused_as_key(KeyTuple("a", 1));
+        refused_as_key(KeyStruct { a: "a" });
+        refused_as_key(Entries(vec!["a"]));
+        refused_as_key(KeyShapes::Newtype("a"));
+        refused_as_key(KeyShapes::Tuple("a", 1));
+        refused_as_key(KeyShapes::Struct { a: "a" });
+        refused_as_key(Value::Null);
+        refused_as_key(Value::Array(vec![Value::from("a")]));
+        for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            refused_as_key(x);
+            refused_as_key(x as f32);
+        }
+        struct Bytes;
+        impl Serialize for Bytes {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_bytes(b"a")
+            }
+        }
+        refused_as_key(Bytes);
+        let raw = serde_json::value::RawValue::from_string(r#""a""#.into()).unwrap();
+        refused_as_key(&raw);
+    }
+
+    /// The byte-at-a-time answer the word checks must give.
+    fn needs_escape_bytewise(bytes: &[u8]) -> bool {
+        bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    }
+
+    #[test]
+    fn the_word_checks_are_exact_on_any_bytes() {
+        // Not only UTF-8: every byte value, at every position of slices 1 to 20 long, over
+        // backgrounds next to the borrows' edges (just above each limit, 0x80 and 0xff).
+        for background in [
+            b'a', 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0xa2, 0xdd, 0xff,
+        ] {
+            for len in 1..=20 {
+                for pos in 0..len {
+                    for byte in 0..=0xffu8 {
+                        let mut bytes = vec![background; len];
+                        bytes[pos] = byte;
+                        assert_eq!(
+                            needs_escape(&bytes),
+                            needs_escape_bytewise(&bytes),
+                            "{bytes:02x?}"
+                        );
+                    }
+                }
+            }
+        }
+        // Random words, their bytes mostly drawn from the edges: a borrow out of one byte
+        // must never make another look like one to escape, nor hide one.
+        const EDGES: [u8; 16] = [
+            0x00, 0x01, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7f, 0x80, 0xa1, 0xa2,
+            0xdc, 0xff,
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..1_000_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let word = state.to_ne_bytes().map(|r| {
+                if r & 0x80 == 0 {
+                    EDGES[usize::from(r & 0xf)]
+                } else {
+                    r.rotate_left(3)
+                }
+            });
+            assert_eq!(
+                word_needs_escape(u64::from_ne_bytes(word)),
+                needs_escape_bytewise(&word),
+                "{word:02x?}"
+            );
+        }
+    }
+
+    #[test]
+    fn strings_with_multibyte_characters_escape_as_in_serde_json() {
+        // Characters of one to four bytes (bytes 0x80 and up on both sides of a borrow) mixed
+        // with ones to escape, in every order of a few.
+        let chars = [
+            'a',
+            '\u{0}',
+            '\u{1f}',
+            ' ',
+            '"',
+            '\\',
+            '\u{7f}',
+            '\u{80}',
+            'é',
+            '\u{7ff}',
+            '\u{800}',
+            '\u{2028}',
+            '\u{ffff}',
+            '\u{10000}',
+            '\u{10ffff}',
+        ];
+        let mut s = String::new();
+        for a in chars {
+            for b in chars {
+                for c in chars {
+                    for filler in ["", "xyz", "ééé", "日本"] {
+                        s.clear();
+                        s.extend([a, b]);
+                        s.push_str(filler);
+                        s.push(c);
+                        same_as_serde_json(s.as_str());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn collect_str_escapes_across_fragments() {
+        // A fragment of any length, a character to escape alone, at the end or start of one.
+        same_as_serde_json(&Fragments(&[
+            "a\"",
+            "\"b",
+            "",
+            "\\",
+            "1234567\u{1}",
+            "\u{1f}",
+        ]));
+        same_as_serde_json(&Fragments(&["日", "本", "\n", "0123456789abcdef\t"]));
+        same_as_serde_json(&(Fragments(&[]), Fragments(&[""])));
+        same_as_serde_json(&std::net::Ipv6Addr::LOCALHOST);
+    }
+
+    #[test]
+    fn a_failing_display_impl_is_an_error() {
+        // serde_json panics here ("there should be an error"); an error answers 500 instead.
+        struct Fails;
+        impl Display for Fails {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("part")?;
+                Err(fmt::Error)
+            }
+        }
+        struct Shown(Fails);
+        impl Serialize for Shown {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(&self.0)
+            }
+        }
+        let mut out = BytesMut::new();
+        assert!(matches!(
+            write(&mut out, &Shown(Fails)),
+            Err(Error::Custom(_))
+        ));
+    }
+
+    #[derive(Serialize)]
+    struct Flattened {
+        id: u8,
+        #[serde(flatten)]
+        extra: BTreeMap<&'static str, u8>,
+        #[serde(flatten)]
+        inner: Option<KeyStruct>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        skipped: Option<u8>,
+        #[serde(rename = "with \"quote\"\u{0}")]
+        renamed: (),
+    }
+
+    #[derive(Serialize)]
+    #[serde(tag = "type")]
+    enum Internally {
+        Unit,
+        Newtype(KeyStruct),
+        Map(BTreeMap<u8, u8>),
+        Struct { x: i8 },
+    }
+
+    #[derive(Serialize)]
+    #[serde(tag = "t", content = "c")]
+    enum Adjacently {
+        Unit,
+        Newtype(u8),
+        Tuple(u8, u8),
+        Struct { x: i8 },
+    }
+
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum Untagged {
+        Unit,
+        Newtype(u8),
+        Tuple(u8, u8),
+        Struct { x: i8 },
+    }
+
+    #[test]
+    fn serde_attributes_write_what_serde_json_writes() {
+        same_as_serde_json(&Flattened {
+            id: 1,
+            extra: [("b", 2), ("c", 3)].into(),
+            inner: Some(KeyStruct { a: "a" }),
+            skipped: None,
+            renamed: (),
+        });
+        same_as_serde_json(&Flattened {
+            id: 1,
+            extra: BTreeMap::new(),
+            inner: None,
+            skipped: Some(4),
+            renamed: (),
+        });
+        same_as_serde_json(&[
+            Internally::Unit,
+            Internally::Newtype(KeyStruct { a: "a" }),
+            Internally::Map([(1, 2)].into()),
+            Internally::Struct { x: -1 },
+        ]);
+        same_as_serde_json(&[
+            Adjacently::Unit,
+            Adjacently::Newtype(1),
+            Adjacently::Tuple(1, 2),
+            Adjacently::Struct { x: -1 },
+        ]);
+        same_as_serde_json(&[
+            Untagged::Unit,
+            Untagged::Newtype(1),
+            Untagged::Tuple(1, 2),
+            Untagged::Struct { x: -1 },
+        ]);
+        same_as_serde_json(&[KeyShapes::Tuple("a", 1)]);
+        same_as_serde_json(&std::time::Duration::from_millis(1500));
+        same_as_serde_json(&(1u8..4, 'a'..='c', std::ops::Bound::Included(2)));
+        same_as_serde_json(&std::collections::HashSet::from([7]));
+    }
+
+    /// A sequence or map whose `Serialize` impl announces a length it does not keep.
+    struct LyingLength {
+        map: bool,
+    }
+
+    impl Serialize for LyingLength {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::{SerializeMap, SerializeSeq};
+            if self.map {
+                let mut map = s.serialize_map(Some(0))?;
+                map.serialize_entry("a", &1)?;
+                map.end()
+            } else {
+                let mut seq = s.serialize_seq(Some(0))?;
+                seq.serialize_element(&1)?;
+                seq.end()
+            }
+        }
+    }
+
+    #[test]
+    fn lengths_announced_wrongly_still_make_json() {
+        // serde_json closes a container announced empty at once and goes on writing after it
+        // (`[],1]`, not JSON); this serializer does not look at the announced length.
+        let mut out = BytesMut::new();
+        write(&mut out, &LyingLength { map: false }).unwrap();
+        assert_eq!(&out[..], b"[1]");
+        assert_eq!(
+            serde_json::to_vec(&LyingLength { map: false }).unwrap(),
+            b"[],1]"
+        );
+        out.clear();
+        write(&mut out, &LyingLength { map: true }).unwrap();
+        assert_eq!(&out[..], br#"{"a":1}"#);
+        assert_eq!(
+            serde_json::to_vec(&LyingLength { map: true }).unwrap(),
+            br#"{},"a":1}"#
+        );
     }
 }

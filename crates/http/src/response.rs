@@ -93,6 +93,9 @@ impl Response {
                 let mut body = BytesMut::new();
                 return write_json(&mut body, value).map(|()| body.freeze());
             };
+            // Empty, unless a `Serialize` impl panicked halfway through the last body on this
+            // thread (a handler's panic is caught, and the thread serves on).
+            scratch.clear();
             let written = write_json(&mut scratch, value);
             let body = scratch.split().freeze();
             if body.len() > SCRATCH_MAX {
@@ -198,12 +201,14 @@ impl Response {
     }
 }
 
-/// Appends `value` as JSON to the empty `out`: by volt's own serializer, or by serde_json for
-/// the serde_json types only it can write.
+/// Appends `value` as JSON to `out`: by volt's own serializer, or by serde_json for the
+/// serde_json types only it can write (the value is then serialized a second time, from the
+/// start, and what volt's serializer wrote of it is dropped).
 fn write_json<T: Serialize + ?Sized>(out: &mut BytesMut, value: &T) -> Result<(), String> {
+    let start = out.len();
     match json::write(out, value) {
         Err(json::Error::SerdeJsonType) => {
-            out.clear();
+            out.truncate(start);
             serde_json::to_writer(Append(out), value).map_err(|e| e.to_string())
         }
         written => written.map_err(|e| e.to_string()),
@@ -330,5 +335,62 @@ mod tests {
         let r = Response::json(&serde_json::json!({"message": "Hello, World!"}));
         assert_eq!(body(&r), br#"{"message":"Hello, World!"}"#);
         assert_eq!(r.header("content-type").unwrap(), "application/json");
+    }
+
+    /// Serializes as a string the JSON response it makes of a `RawValue`, which goes to
+    /// serde_json.
+    struct NestedRaw;
+
+    impl Serialize for NestedRaw {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let raw = serde_json::value::RawValue::from_string("[ 2 ]".into()).unwrap();
+            let inner = Response::json(&[&raw]);
+            s.serialize_str(std::str::from_utf8(body(&inner)).unwrap())
+        }
+    }
+
+    #[test]
+    fn json_bodies_made_while_another_is_being_made() {
+        let raw = serde_json::value::RawValue::from_string("{ }".into()).unwrap();
+        // The inner body goes to serde_json, the outer to volt's serializer, and the other way.
+        assert_eq!(body(&Response::json(&(NestedRaw, 1))), br#"["[[ 2 ]]",1]"#);
+        assert_eq!(body(&Response::json(&(Nested, &raw))), br#"["[1,2]",{ }]"#);
+        assert_eq!(
+            body(&Response::json(&(NestedRaw, &raw))),
+            br#"["[[ 2 ]]",{ }]"#
+        );
+    }
+
+    /// Fails after writing part of itself.
+    struct FailsHalfway {
+        panics: bool,
+    }
+
+    impl Serialize for FailsHalfway {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeSeq;
+            let mut seq = s.serialize_seq(None)?;
+            seq.serialize_element("written before failing")?;
+            if self.panics {
+                panic!("a Serialize impl panics");
+            }
+            Err(serde::ser::Error::custom("a Serialize impl fails"))
+        }
+    }
+
+    #[test]
+    fn a_failed_json_body_leaves_nothing_for_the_next() {
+        let r = Response::json(&FailsHalfway { panics: false });
+        assert_eq!(r.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(body(&Response::json(&1)), b"1");
+        // A handler's panic is caught by the connection, and the thread serves on.
+        let caught = std::panic::catch_unwind(|| Response::json(&FailsHalfway { panics: true }));
+        assert!(caught.is_err());
+        assert_eq!(body(&Response::json(&1)), b"1");
+        // serde_json's RawValue, handed to serde_json after a panic.
+        let raw = serde_json::value::RawValue::from_string("[ 2 ]".into()).unwrap();
+        let caught = std::panic::catch_unwind(|| Response::json(&FailsHalfway { panics: true }));
+        assert!(caught.is_err());
+        assert_eq!(body(&Response::json(&(1, &raw))), b"[1,[ 2 ]]");
     }
 }
