@@ -58,6 +58,17 @@
 //! (`reactor/uring.rs`: SQEs, the provided-buffer ring). Syscalls go through `rustix` and the
 //! `io-uring` crate.
 
+/// `Debug` for types with nothing worth showing (a socket, a channel end): `Name { .. }`.
+macro_rules! opaque_debug {
+    ($($ty:ident $(<$param:ident>)?),+) => {$(
+        impl$(<$param>)? std::fmt::Debug for $ty$(<$param>)? {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty)).finish_non_exhaustive()
+            }
+        }
+    )+};
+}
+
 mod blocking;
 mod channel;
 mod executor;
