@@ -222,24 +222,18 @@ impl JoinError {
             JoinErrorKind::Cancelled => panic!("JoinError::into_panic on a cancelled task"),
         }
     }
-
-    fn panic_message(&self) -> Option<&str> {
-        match &self.kind {
-            JoinErrorKind::Panic(p) => p
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| p.downcast_ref::<String>().map(|s| s.as_str())),
-            JoinErrorKind::Cancelled => None,
-        }
-    }
 }
 
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.kind, self.panic_message()) {
-            (JoinErrorKind::Cancelled, _) => f.write_str("task was cancelled"),
-            (JoinErrorKind::Panic(_), Some(msg)) => write!(f, "task panicked: {msg}"),
-            (JoinErrorKind::Panic(_), None) => f.write_str("task panicked"),
+        let JoinErrorKind::Panic(p) = &self.kind else {
+            return f.write_str("task was cancelled");
+        };
+        // `panic!` with a literal gives a `&str` payload, with formatting a `String`.
+        let msg = p.downcast_ref::<&str>().copied();
+        match msg.or_else(|| p.downcast_ref::<String>().map(String::as_str)) {
+            Some(msg) => write!(f, "task panicked: {msg}"),
+            None => f.write_str("task panicked"),
         }
     }
 }
