@@ -85,9 +85,7 @@ fn install() {
             .expect("installing SIGINT/SIGTERM handlers");
         std::thread::Builder::new()
             .name("volt-signals".into())
-            .spawn(move || {
-                signals.forever().for_each(|signal| RECEIVED.set(signal));
-            })
+            .spawn(move || signals.forever().for_each(|signal| RECEIVED.set(signal)))
             .expect("spawning the signal thread");
     });
 }
