@@ -7,9 +7,10 @@
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
+use crate::lock;
 use crate::task::{join_pair, JoinError, JoinHandle};
 
 const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -18,6 +19,7 @@ static MAX_THREADS: AtomicUsize = AtomicUsize::new(64);
 type Job = Box<dyn FnOnce() + Send>;
 
 struct Pool {
+    /// Jobs run outside the lock, so it is never poisoned mid-update.
     state: Mutex<PoolState>,
     job_ready: Condvar,
 }
@@ -47,13 +49,8 @@ pub(crate) fn set_max_threads(n: usize) {
 }
 
 impl Pool {
-    fn lock(&self) -> MutexGuard<'_, PoolState> {
-        // Jobs run outside the lock, so it is never poisoned mid-update.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn submit(&'static self, job: Job) {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         state.queue.push_back(job);
         if state.idle > state.notified {
             state.notified += 1;
@@ -67,18 +64,18 @@ impl Pool {
                 .spawn(move || self.work());
             if spawned.is_err() {
                 // The queued job will run on an existing thread once one frees up.
-                self.lock().threads -= 1;
+                lock(&self.state).threads -= 1;
             }
         }
     }
 
     fn work(&self) {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         loop {
             if let Some(job) = state.queue.pop_front() {
                 drop(state);
                 job();
-                state = self.lock();
+                state = lock(&self.state);
                 continue;
             }
             state.idle += 1;

@@ -6,48 +6,39 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::poll_fn;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-struct Chan<T> {
-    state: Mutex<State<T>>,
-}
+use crate::lock;
 
-struct State<T> {
+/// What both halves share, behind a mutex. No user code runs under the lock: values are moved
+/// in and out, never dropped there.
+struct Chan<T> {
     queue: VecDeque<T>,
     receiver: Option<Waker>,
     senders: usize,
     receiver_alive: bool,
 }
 
-impl<T> Chan<T> {
-    fn lock(&self) -> MutexGuard<'_, State<T>> {
-        // No user code runs under the lock (values are moved in and out, never dropped there).
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
 /// Creates a channel.
 pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
-    let chan = Arc::new(Chan {
-        state: Mutex::new(State {
-            queue: VecDeque::new(),
-            receiver: None,
-            senders: 1,
-            receiver_alive: true,
-        }),
-    });
+    let chan = Arc::new(Mutex::new(Chan {
+        queue: VecDeque::new(),
+        receiver: None,
+        senders: 1,
+        receiver_alive: true,
+    }));
     (Sender { chan: chan.clone() }, Receiver { chan })
 }
 
 /// The sending half; clone it for more producers.
 pub struct Sender<T> {
-    chan: Arc<Chan<T>>,
+    chan: Arc<Mutex<Chan<T>>>,
 }
 
 /// The receiving half.
 pub struct Receiver<T> {
-    chan: Arc<Chan<T>>,
+    chan: Arc<Mutex<Chan<T>>>,
 }
 
 /// The value could not be sent: the receiver is gone. The value is handed back.
@@ -58,7 +49,7 @@ impl<T> Sender<T> {
     /// Queues `value` for the receiver; never blocks.
     pub fn send(&self, value: T) -> Result<(), SendError<T>> {
         let waker = {
-            let mut state = self.chan.lock();
+            let mut state = lock(&self.chan);
             if !state.receiver_alive {
                 return Err(SendError(value));
             }
@@ -80,7 +71,7 @@ impl<T> Receiver<T> {
 
     /// Polls for the next value.
     pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        let mut state = self.chan.lock();
+        let mut state = lock(&self.chan);
         if let Some(v) = state.queue.pop_front() {
             return Poll::Ready(Some(v));
         }
@@ -93,13 +84,13 @@ impl<T> Receiver<T> {
 
     /// The next value if one is queued.
     pub fn try_recv(&mut self) -> Option<T> {
-        self.chan.lock().queue.pop_front()
+        lock(&self.chan).queue.pop_front()
     }
 }
 
 impl<T> Clone for Sender<T> {
     fn clone(&self) -> Self {
-        self.chan.lock().senders += 1;
+        lock(&self.chan).senders += 1;
         Sender {
             chan: self.chan.clone(),
         }
@@ -108,7 +99,7 @@ impl<T> Clone for Sender<T> {
 
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
-        let mut state = self.chan.lock();
+        let mut state = lock(&self.chan);
         state.senders -= 1;
         let last = state.senders == 0;
         let waker = state.receiver.take_if(|_| last);
@@ -122,7 +113,7 @@ impl<T> Drop for Sender<T> {
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
         let queue = {
-            let mut state = self.chan.lock();
+            let mut state = lock(&self.chan);
             state.receiver_alive = false;
             std::mem::take(&mut state.queue)
         };
@@ -132,17 +123,7 @@ impl<T> Drop for Receiver<T> {
     }
 }
 
-impl<T> fmt::Debug for Sender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sender").finish_non_exhaustive()
-    }
-}
-
-impl<T> fmt::Debug for Receiver<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Receiver").finish_non_exhaustive()
-    }
-}
+opaque_debug!(Sender<T>, Receiver<T>);
 
 impl<T> fmt::Debug for SendError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

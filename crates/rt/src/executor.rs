@@ -23,6 +23,7 @@ use std::time::Instant;
 
 use slab::Slab;
 
+use crate::lock;
 use crate::reactor::Reactor;
 use crate::runtime::RuntimeShared;
 use crate::task::{join_pair, Completion, JoinHandle, TaskFuture};
@@ -47,6 +48,7 @@ pub(crate) struct Shared {
     /// Unique across all cores ever created; compared with the current core's to tell local
     /// wakes, and by sockets to tell the reactor that registered them.
     pub(crate) uid: u32,
+    /// Only pushes and a swap run under the lock; nothing there panics mid-update.
     inbox: Mutex<Inbox>,
     /// True while an eventfd write is pending or the inbox is being taken: later senders skip
     /// the syscall.
@@ -156,7 +158,7 @@ impl Shared {
     /// `put` is dropped unrun, outside the lock (a parameter, it is dropped after the guard), as
     /// what it holds may wake whoever awaits a task.
     fn post(&self, put: impl FnOnce(&mut Inbox)) {
-        let mut inbox = self.lock_inbox();
+        let mut inbox = lock(&self.inbox);
         if inbox.closed {
             return;
         }
@@ -167,7 +169,7 @@ impl Shared {
 
     /// Opens or closes the inbox (see [`Inbox::closed`]); returns the spawns left unrun.
     fn set_closed(&self, closed: bool) -> Vec<Box<dyn FnOnce() + Send>> {
-        let mut inbox = self.lock_inbox();
+        let mut inbox = lock(&self.inbox);
         inbox.closed = closed;
         if closed {
             inbox.wakes.clear();
@@ -181,11 +183,6 @@ impl Shared {
         if !self.notified.swap(true, Ordering::AcqRel) {
             self.notifier.wake();
         }
-    }
-
-    fn lock_inbox(&self) -> std::sync::MutexGuard<'_, Inbox> {
-        // Only pushes and a swap run under the lock; nothing there panics mid-update.
-        self.inbox.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -341,7 +338,7 @@ impl Core {
         // Cleared before taking the inbox: a sender that pushes after the take sees `false` and
         // writes the eventfd again, so no wake is lost.
         self.shared.notified.store(false, Ordering::Release);
-        let inbox = std::mem::take(&mut *self.shared.lock_inbox());
+        let inbox = std::mem::take(&mut *lock(&self.shared.inbox));
         self.run_queue.borrow_mut().extend(inbox.wakes);
         inbox.spawns.into_iter().for_each(|spawn| spawn());
     }

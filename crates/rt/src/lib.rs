@@ -58,6 +58,17 @@
 //! (`reactor/uring.rs`: SQEs, the provided-buffer ring). Syscalls go through `rustix` and the
 //! `io-uring` crate.
 
+/// `Debug` for types with nothing worth showing (a socket, a channel end): `Name { .. }`.
+macro_rules! opaque_debug {
+    ($($ty:ident $(<$param:ident>)?),+) => {$(
+        impl$(<$param>)? std::fmt::Debug for $ty$(<$param>)? {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty)).finish_non_exhaustive()
+            }
+        }
+    )+};
+}
+
 mod blocking;
 mod channel;
 mod executor;
@@ -75,3 +86,10 @@ pub use executor::{spawn, yield_now};
 pub use reactor::IoBackend;
 pub use runtime::{block_on, spawn_on, worker_index, Builder, Handle, Runtime, Stopped};
 pub use task::{JoinError, JoinHandle};
+
+/// Locks `mutex`, poisoned or not. A panic under one of volt-rt's locks cannot leave its data
+/// half-updated (each lock's field says why), so the runtime keeps working after a panic
+/// elsewhere.
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}

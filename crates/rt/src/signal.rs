@@ -7,17 +7,20 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 use slab::Slab;
+
+use crate::lock;
 
 /// A value set once (non-zero) that futures on any thread wait for: the shutdown signal, and a
 /// runtime's stop. Each waiting future's waker has an entry, removed when the future is dropped
 /// (a server may race one against every connection).
 pub(crate) struct Latch {
     value: AtomicI32,
+    /// Only wakers are inserted, refreshed and taken out under the lock.
     waiters: Mutex<Slab<Waker>>,
 }
 
@@ -27,10 +30,6 @@ impl Latch {
             value: AtomicI32::new(0),
             waiters: Mutex::new(Slab::new()),
         }
-    }
-
-    fn waiters(&self) -> MutexGuard<'_, Slab<Waker>> {
-        self.waiters.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The value, or 0 while unset.
@@ -44,7 +43,7 @@ impl Latch {
             .value
             .compare_exchange(0, value, Ordering::AcqRel, Ordering::Acquire);
         // Woken after the lock is released: a wake may take locks of its own.
-        let woken: Vec<Waker> = self.waiters().drain().collect();
+        let woken: Vec<Waker> = lock(&self.waiters).drain().collect();
         woken.into_iter().for_each(Waker::wake);
     }
 
@@ -52,7 +51,7 @@ impl Latch {
     /// on the first wait).
     pub(crate) fn poll(&self, key: &mut Option<usize>, cx: &Context<'_>) -> Poll<i32> {
         // Checked under the lock: `set` stores before it drains, so no wake is missed.
-        let mut waiters = self.waiters();
+        let mut waiters = lock(&self.waiters);
         if self.get() != 0 {
             return Poll::Ready(self.get());
         }
@@ -67,7 +66,7 @@ impl Latch {
     /// Removes a dropped future's entry, unless `set` drained it (and the slot may be reused).
     pub(crate) fn forget(&self, key: Option<usize>) {
         let Some(key) = key else { return };
-        let mut waiters = self.waiters();
+        let mut waiters = lock(&self.waiters);
         if self.get() == 0 {
             // The waker is dropped after the lock is released.
             let _waker = waiters.try_remove(key);
@@ -86,9 +85,7 @@ fn install() {
             .expect("installing SIGINT/SIGTERM handlers");
         std::thread::Builder::new()
             .name("volt-signals".into())
-            .spawn(move || {
-                signals.forever().for_each(|signal| RECEIVED.set(signal));
-            })
+            .spawn(move || signals.forever().for_each(|signal| RECEIVED.set(signal)))
             .expect("spawning the signal thread");
     });
 }

@@ -11,10 +11,11 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use crate::executor::Header;
+use crate::lock;
 
 /// Awaits the output of a spawned task.
 ///
@@ -35,6 +36,8 @@ enum JoinErrorKind {
 
 pub(crate) struct JoinState<T> {
     aborted: AtomicBool,
+    /// No user code runs under the lock (and nothing there panics), so a poisoned lock still
+    /// holds consistent data.
     inner: Mutex<JoinInner<T>>,
 }
 
@@ -66,12 +69,6 @@ pub(crate) fn join_pair<T>() -> (JoinHandle<T>, Completion<T>) {
 }
 
 impl<T> JoinState<T> {
-    fn lock(&self) -> MutexGuard<'_, JoinInner<T>> {
-        // A panic never happens while the lock is held (no user code runs under it), so a
-        // poisoned lock still holds consistent data.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     pub(crate) fn is_aborted(&self) -> bool {
         self.aborted.load(Ordering::Acquire)
     }
@@ -79,7 +76,7 @@ impl<T> JoinState<T> {
     /// Stores the result and wakes the awaiting task. Only the first call counts.
     pub(crate) fn complete(&self, result: Result<T, JoinError>) {
         let waiter = {
-            let mut inner = self.lock();
+            let mut inner = lock(&self.inner);
             if inner.finished {
                 return;
             }
@@ -100,7 +97,7 @@ impl<T> JoinHandle<T> {
     /// already finished keeps its output. A blocking task that already started runs to the end.
     pub fn abort(&self) {
         self.state.aborted.store(true, Ordering::Release);
-        let task = self.state.lock().task.clone();
+        let task = lock(&self.state.inner).task.clone();
         if let Some(task) = task {
             task.abort();
         }
@@ -108,7 +105,7 @@ impl<T> JoinHandle<T> {
 
     /// True once the task has finished (with output, panic or cancellation).
     pub fn is_finished(&self) -> bool {
-        self.state.lock().finished
+        lock(&self.state.inner).finished
     }
 }
 
@@ -116,7 +113,7 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut inner = self.state.lock();
+        let mut inner = lock(&self.state.inner);
         if let Some(result) = inner.result.take() {
             return Poll::Ready(result);
         }
@@ -146,7 +143,7 @@ impl<T> Completion<T> {
     /// spawned on another worker, and the handle may be aborted before that happens). Checked
     /// under the lock that `abort` takes after setting its flag, so one of the two sees the other.
     pub(crate) fn set_task(&self, task: Arc<Header>) -> bool {
-        let mut inner = self.state.lock();
+        let mut inner = lock(&self.state.inner);
         inner.task = Some(task);
         self.state.is_aborted()
     }
@@ -225,24 +222,18 @@ impl JoinError {
             JoinErrorKind::Cancelled => panic!("JoinError::into_panic on a cancelled task"),
         }
     }
-
-    fn panic_message(&self) -> Option<&str> {
-        match &self.kind {
-            JoinErrorKind::Panic(p) => p
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| p.downcast_ref::<String>().map(|s| s.as_str())),
-            JoinErrorKind::Cancelled => None,
-        }
-    }
 }
 
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.kind, self.panic_message()) {
-            (JoinErrorKind::Cancelled, _) => f.write_str("task was cancelled"),
-            (JoinErrorKind::Panic(_), Some(msg)) => write!(f, "task panicked: {msg}"),
-            (JoinErrorKind::Panic(_), None) => f.write_str("task panicked"),
+        let JoinErrorKind::Panic(p) = &self.kind else {
+            return f.write_str("task was cancelled");
+        };
+        // `panic!` with a literal gives a `&str` payload, with formatting a `String`.
+        let msg = p.downcast_ref::<&str>().copied();
+        match msg.or_else(|| p.downcast_ref::<String>().map(String::as_str)) {
+            Some(msg) => write!(f, "task panicked: {msg}"),
+            None => f.write_str("task panicked"),
         }
     }
 }

@@ -253,6 +253,13 @@ fn panic_in_a_task_is_reported_by_its_handle() {
             let payload = err.into_panic();
             assert_eq!(payload.downcast_ref::<String>().unwrap(), "formatted 42");
 
+            // A payload that is not a string has no message to show.
+            let other_panic = spawn(async {
+                std::panic::panic_any(42_u32);
+            });
+            let err = other_panic.await.unwrap_err();
+            assert_eq!(err.to_string(), "task panicked");
+
             // The worker keeps running other tasks, timers included.
             let after = spawn(async {
                 volt_rt::time::sleep(Duration::from_millis(1)).await;

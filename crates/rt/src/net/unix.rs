@@ -1,6 +1,5 @@
 //! Unix-domain stream sockets.
 
-use std::fmt;
 use std::future::poll_fn;
 use std::io;
 use std::path::Path;
@@ -38,12 +37,6 @@ impl UnixListener {
     }
 }
 
-impl fmt::Debug for UnixListener {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UnixListener").finish_non_exhaustive()
-    }
-}
-
 /// A Unix-domain stream socket registered with the current worker.
 pub type UnixStream = Stream<Unix>;
 
@@ -65,8 +58,4 @@ impl Stream<Unix> {
     }
 }
 
-impl fmt::Debug for UnixStream {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UnixStream").finish_non_exhaustive()
-    }
-}
+opaque_debug!(UnixListener, UnixStream);

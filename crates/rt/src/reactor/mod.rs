@@ -158,6 +158,8 @@ impl Readiness {
             Direction::Read => &mut self.reader,
             Direction::Write => &mut self.writer,
         };
+        // `future::keep_waker` does the same, but called here it cost 4 Ir an echo (pingpong,
+        // epoll) and ~8 a request (plaintext, io_uring).
         if slot.as_ref().is_none_or(|w| !w.will_wake(cx.waker())) {
             *slot = Some(cx.waker().clone());
         }
