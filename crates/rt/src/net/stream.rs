@@ -6,6 +6,7 @@ use std::io::{self, IoSlice};
 use std::marker::PhantomData;
 use std::net::Shutdown;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+#[cfg(any(feature = "tokio-io", feature = "futures-io"))]
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -280,6 +281,7 @@ impl<P> Stream<P> {
     }
 
     /// Flushes, then shuts down the write half.
+    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
     fn poll_shutdown_write(&self, cx: &Context<'_>) -> Poll<io::Result<()>> {
         std::task::ready!(self.source.poll_flush(cx))?;
         Poll::Ready(self.shutdown(Shutdown::Write))
