@@ -325,90 +325,35 @@ impl Compound<'_> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
+/// serde's six compound traits besides maps: each forwards its one method to `Compound`'s own.
+macro_rules! forward_compound {
+    ($($name:ident: $method:ident($($key:ident)?) => $own:ident;)*) => {$(
+        impl ser::$name for Compound<'_> {
+            type Ok = ();
+            type Error = Error;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        self.element(v)
-    }
+            fn $method<T: Serialize + ?Sized>(
+                &mut self,
+                $($key: &'static str,)?
+                v: &T,
+            ) -> Result<(), Error> {
+                self.$own($($key,)? v)
+            }
 
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
+            fn end(self) -> Result<(), Error> {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        self.element(v)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        self.element(v)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        self.element(v)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
-
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), Error> {
-        self.field(key, v)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
-
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), Error> {
-        self.field(key, v)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
+forward_compound! {
+    SerializeSeq: serialize_element() => element;
+    SerializeTuple: serialize_element() => element;
+    SerializeTupleStruct: serialize_field() => element;
+    SerializeTupleVariant: serialize_field() => element;
+    SerializeStruct: serialize_field(key) => field;
+    SerializeStructVariant: serialize_field(key) => field;
 }
 
 impl ser::SerializeMap for Compound<'_> {
