@@ -298,7 +298,9 @@ impl<T: IntoResponse, E: IntoResponse> IntoResponse for Result<T, E> {
     }
 }
 
-/// A JSON response: `Json(value)` serializes `value` as `application/json`.
+/// A JSON response: `Json(value)` serializes `value` as `application/json`, byte for byte what
+/// `serde_json::to_writer` would write (by volt's own serializer, which checks strings for
+/// characters to escape eight bytes at a time). A value that fails to serialize answers 500.
 #[derive(Debug, Clone)]
 pub struct Json<T>(pub T);
 
