@@ -1,0 +1,288 @@
+//! Combinations of the HTTP/1 rules that the other raw-socket tests take one at a time:
+//! panics, streamed bodies, `Expect: 100-continue`, unread bodies and `Connection: close`,
+//! each inside a pipelined batch or alongside another of them.
+
+mod common;
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use common::{error_close, text_response};
+use http::StatusCode;
+use volt_http::{any, get, post, Body, Error, Request, Response, Router};
+
+fn app() -> Router {
+    Router::new()
+        .route("/", get(|_req| async { Response::text("hi") }))
+        .route(
+            "/echo",
+            post(|mut req: Request| async move { req.bytes().await.map(Response::text) }),
+        )
+        .route(
+            "/first-chunk-then-panic",
+            post(|mut req: Request| async move {
+                let first = req.body_mut().chunk().await?;
+                if first.is_some() {
+                    panic!("handler panicked on purpose, mid-body");
+                }
+                Ok::<_, Error>(Response::text("unreachable"))
+            }),
+        )
+        .route(
+            "/first-chunk",
+            post(|mut req: Request| async move {
+                let first = req.body_mut().chunk().await?.unwrap_or_default();
+                Ok::<_, Error>(Response::text(format!("first {}", first.len())))
+            }),
+        )
+        .route(
+            "/panicking-stream",
+            get(|_req| async { Response::text(Body::stream(PanicAfter(2))) }),
+        )
+        .route(
+            "/panicking-stream-at-once",
+            get(|_req| async { Response::text(Body::stream(PanicAfter(0))) }),
+        )
+        .route(
+            "/failing-sized-stream",
+            get(|_req| async { Response::text(Body::sized_stream(100, FailAfter(1))) }),
+        )
+        .route(
+            "/no-content-stream",
+            any(|_req| async {
+                Response::new(StatusCode::NO_CONTENT).with_body(Body::stream(PanicAfter(1)))
+            }),
+        )
+        .route(
+            "/no-content-sized-stream",
+            any(|_req| async {
+                Response::new(StatusCode::NO_CONTENT)
+                    .with_body(Body::sized_stream(4, PanicAfter(1)))
+            }),
+        )
+        .route(
+            // The request body streamed back as the response body, read by the task that
+            // feeds the response (a proxy or an echo service).
+            "/stream-echo",
+            post(|mut req: Request| async move {
+                let (mut tx, body) = Body::channel();
+                volt_rt::spawn(async move {
+                    while let Ok(Some(chunk)) = req.body_mut().chunk().await {
+                        if tx.send(chunk).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+                Response::text(body)
+            }),
+        )
+}
+
+/// Yields `n` chunks, then panics.
+struct PanicAfter(u32);
+
+impl futures_core::Stream for PanicAfter {
+    type Item = io::Result<Bytes>;
+    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.0 == 0 {
+            panic!("body stream panicked on purpose");
+        }
+        self.0 -= 1;
+        Poll::Ready(Some(Ok(Bytes::from_static(b"part"))))
+    }
+}
+
+/// Yields `n` chunks, then an error.
+struct FailAfter(u32);
+
+impl futures_core::Stream for FailAfter {
+    type Item = io::Result<Bytes>;
+    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.0 == 0 {
+            return Poll::Ready(Some(Err(io::Error::other("failed on purpose"))));
+        }
+        self.0 -= 1;
+        Poll::Ready(Some(Ok(Bytes::from_static(b"part"))))
+    }
+}
+
+const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+
+fn hi() -> String {
+    text_response("200 OK", "", "hi")
+}
+
+/// A streamed body that panics cuts its own response short and closes, but the answers to the
+/// requests pipelined before it were complete and must still arrive whole.
+#[test]
+fn panicking_stream_in_a_pipeline_still_delivers_the_earlier_answers() {
+    for path in ["/panicking-stream", "/panicking-stream-at-once"] {
+        let server = common::start(app());
+        let mut c = server.connect();
+        let mut batch = GET.to_vec();
+        batch.extend_from_slice(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        batch.extend_from_slice(GET);
+        c.send(&batch);
+        let got = c.read_to_end();
+        let text = String::from_utf8_lossy(&got);
+        assert!(
+            common::normalize(&got).starts_with(&hi()),
+            "{path}: the answer before the panicking stream was lost: {text:?}"
+        );
+        assert!(
+            !got.ends_with(b"0\r\n\r\n") && !text.ends_with("hi"),
+            "{path}: the panicking body ended as if complete, or a later request was answered: \
+             {text:?}"
+        );
+        assert_eq!(server.get("/"), hi());
+        server.shutdown();
+    }
+}
+
+/// A sized stream that fails midway: the client gets fewer bytes than announced and a close,
+/// never the next pipelined answer.
+#[test]
+fn failing_sized_stream_in_a_pipeline_closes_after_the_earlier_answers() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    let mut batch = GET.to_vec();
+    batch.extend_from_slice(b"GET /failing-sized-stream HTTP/1.1\r\nHost: t\r\n\r\n");
+    batch.extend_from_slice(GET);
+    c.send(&batch);
+    assert_eq!(c.read_response().text(), hi());
+    let rest = c.read_to_end();
+    let rest = String::from_utf8_lossy(&rest);
+    assert!(
+        rest.contains("content-length: 100\r\n") && rest.ends_with("\r\n\r\npart"),
+        "{rest:?}"
+    );
+    server.shutdown();
+}
+
+/// The handler panics after it read part of a chunked body: 500 and close, after the answer
+/// to the request before it; the rest of the body is never parsed as a request.
+#[test]
+fn panic_after_reading_part_of_a_chunked_body_in_a_pipeline() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    let mut batch = GET.to_vec();
+    batch.extend_from_slice(
+        b"POST /first-chunk-then-panic HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n\
+          5\r\nhello\r\n1b\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n\r\n0\r\n\r\n",
+    );
+    batch.extend_from_slice(GET);
+    c.send(&batch);
+    assert_eq!(c.read_response().text(), hi());
+    assert_eq!(
+        c.read_response().text(),
+        error_close("500 Internal Server Error", "internal server error")
+    );
+    c.expect_closed();
+    assert_eq!(server.get("/"), hi());
+    server.shutdown();
+}
+
+/// A body the handler read only in part, whose rest holds what looks like a request: skipped,
+/// and the real request pipelined after it is answered.
+#[test]
+fn rest_of_a_partly_read_chunked_body_is_not_a_request() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    c.send(
+        b"POST /first-chunk HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n\
+          5\r\nhello\r\n1b\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n\r\n0\r\nX-Trailer: 1\r\n\r\n\
+          POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nnext",
+    );
+    assert_eq!(
+        c.read_response().text(),
+        text_response("200 OK", "", "first 5")
+    );
+    assert_eq!(
+        c.read_response().text(),
+        text_response("200 OK", "", "next")
+    );
+    server.shutdown();
+}
+
+/// `Connection: close` on the second of three pipelined requests: it is answered with
+/// `Connection: close`, and the third is not.
+#[test]
+fn connection_close_mid_pipeline_with_bodies() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    c.send(
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\none\
+          POST /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 3\r\n\r\ntwo\
+          POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nthree",
+    );
+    assert_eq!(c.read_response().text(), text_response("200 OK", "", "one"));
+    assert_eq!(
+        c.read_response().text(),
+        text_response("200 OK", "", "two").replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n")
+    );
+    c.expect_closed();
+    server.shutdown();
+}
+
+/// HTTP/1.0 with `keep-alive`, pipelined: both answered with `Connection: keep-alive`; then a
+/// plain HTTP/1.0 request is answered and closes.
+#[test]
+fn http10_keep_alive_pipeline_then_plain_http10_closes() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    c.send(
+        b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n\
+          POST /echo HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nab\
+          GET / HTTP/1.0\r\n\r\n\
+          GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+    );
+    let ka = |body: &str| {
+        text_response("200 OK", "", body).replace("\r\n\r\n", "\r\nConnection: keep-alive\r\n\r\n")
+    };
+    assert_eq!(c.read_response().text(), ka("hi"));
+    assert_eq!(c.read_response().text(), ka("ab"));
+    assert_eq!(
+        c.read_response().text(),
+        text_response("200 OK", "", "hi").replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n")
+    );
+    c.expect_closed();
+    server.shutdown();
+}
+
+/// Many tiny pipelined requests, some with bodies, sent split at every byte boundary in
+/// turn (two writes each): every one answered, in order.
+#[test]
+fn pipeline_split_at_every_byte() {
+    let server = common::start(app());
+    let mut batch = Vec::new();
+    let mut expected = Vec::new();
+    for i in 0..12 {
+        if i % 3 == 1 {
+            let body = format!("b{i}");
+            batch.extend_from_slice(
+                format!(
+                    "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n\
+                     {:x}\r\n{body}\r\n0\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+            expected.push(text_response("200 OK", "", &body));
+        } else {
+            batch.extend_from_slice(GET);
+            expected.push(hi());
+        }
+    }
+    let mut c = server.connect();
+    for split in 1..batch.len() {
+        c.send(&batch[..split]);
+        std::thread::yield_now();
+        c.send(&batch[split..]);
+        for want in &expected {
+            assert_eq!(&c.read_response().text(), want, "split at {split}");
+        }
+    }
+    server.shutdown();
+}
