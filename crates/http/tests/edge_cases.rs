@@ -206,6 +206,27 @@ fn rest_of_a_partly_read_chunked_body_is_not_a_request() {
     server.shutdown();
 }
 
+/// RFC 9110 §8.6, RFC 9112 §6.1: a 204 carries neither `Content-Length` nor
+/// `Transfer-Encoding`, to HEAD as to GET, whatever body the handler gave.
+#[test]
+fn no_content_to_head_has_no_framing_headers() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    for path in ["/no-content-stream", "/no-content-sized-stream"] {
+        for method in ["GET", "HEAD"] {
+            c.send(format!("{method} {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+            assert_eq!(
+                c.read_head_response().text(),
+                "HTTP/1.1 204 No Content\r\nServer: volt\r\nDate: <date>\r\n\r\n",
+                "{method} {path}"
+            );
+        }
+    }
+    c.send(GET);
+    assert_eq!(c.read_response().text(), hi());
+    server.shutdown();
+}
+
 /// `Connection: close` on the second of three pipelined requests: it is answered with
 /// `Connection: close`, and the third is not.
 #[test]

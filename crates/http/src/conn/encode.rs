@@ -137,13 +137,12 @@ impl ConnIo {
             .trailers
             .take()
             .filter(|_| !no_body && version != Version::HTTP_10);
+        // HEAD keeps the framing headers GET would have had, but a bodiless status has none
+        // to HEAD either: not even a streamed body's length or chunking.
         let framing = match &response.body.kind {
-            // HEAD keeps the framing headers GET would have had.
-            _ if no_body && !is_head => Framing::Length(None),
+            _ if bodiless_status => Framing::Length(None),
             _ if trailers.is_some() => Framing::Chunked,
-            OutBody::Full(bytes) => {
-                Framing::Length((!bodiless_status).then_some(bytes.len() as u64))
-            }
+            OutBody::Full(bytes) => Framing::Length(Some(bytes.len() as u64)),
             OutBody::Stream { len: Some(n), .. } => Framing::Length(Some(*n)),
             OutBody::Stream { len: None, .. } if version == Version::HTTP_10 => {
                 keep_alive = false;
