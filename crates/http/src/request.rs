@@ -391,7 +391,8 @@ impl fmt::Debug for Request {
 ///
 /// Nothing is read from the socket until the handler asks, so a slow handler slows the client
 /// down (TCP backpressure) instead of buffering. `Expect: 100-continue` is answered on the first
-/// read. A body the handler leaves unread is drained after the response (or the connection is
+/// read, unless the response went first (a streamed response reading the body: the final
+/// status tells the client to send it). A body the handler leaves unread is drained after the response (or the connection is
 /// closed if it is large), never mistaken for the next request.
 pub struct RequestBody {
     kind: RequestBodyKind,

@@ -227,6 +227,27 @@ fn no_content_to_head_has_no_framing_headers() {
     server.shutdown();
 }
 
+/// The request body is read by the task feeding a streamed response, so the response head is
+/// out before the body is asked for. A `100 Continue` then would land inside the response's
+/// body: the final response already tells the client to go on.
+#[test]
+fn expect_continue_after_the_response_started_is_not_sent() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    c.send(
+        b"POST /stream-echo HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n\
+          Content-Length: 5\r\n\r\nhello",
+    );
+    // The client may or may not have sent the body, as far as the server knows: it closes.
+    assert_eq!(
+        c.read_response().text(),
+        "HTTP/1.1 200 OK\r\nServer: volt\r\nDate: <date>\r\nContent-Type: text/plain\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+    );
+    c.expect_closed();
+    server.shutdown();
+}
+
 /// `Connection: close` on the second of three pipelined requests: it is answered with
 /// `Connection: close`, and the third is not.
 #[test]

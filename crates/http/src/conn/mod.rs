@@ -623,6 +623,9 @@ impl ConnIo {
         {
             keep_alive = false;
         }
+        if let Some(reader) = &reader {
+            reader.answered();
+        }
         let (keep_alive, streamed) = self.encode_response(response, version, is_head, keep_alive);
         let after = After { reader, keep_alive };
         match streamed {

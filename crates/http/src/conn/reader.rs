@@ -139,6 +139,13 @@ impl BodyReader {
                 || (!state.continue_pending && declared.is_none_or(|n| n - state.received <= max)))
     }
 
+    /// The final response is being written: a `100 Continue` owed is not sent any more, as it
+    /// would follow that response (inside its body, if the body is streamed). The client has
+    /// its answer, so whether [`BodyReader::skippable`] is was decided before this.
+    pub(super) fn answered(&self) {
+        self.state.borrow_mut().continue_pending = false;
+    }
+
     /// After the response, what [`BodyReader::finish`] would answer without reading: `None`
     /// if part of the body is still to be read and discarded.
     pub(super) fn finished_now(&self) -> Option<bool> {
