@@ -78,7 +78,30 @@ fn app() -> Router {
                 Response::text(body)
             }),
         )
+        .route(
+            // A large streamed download while another task reads the request body: both
+            // write through the connection (the reader flushes before it waits for bytes).
+            "/download-reading-body",
+            post(|mut req: Request| async move {
+                let (mut tx, body) = Body::channel();
+                volt_rt::spawn(async move {
+                    let piece: Bytes = (0..PERIOD * 32).map(|i| (i % PERIOD) as u8).collect();
+                    for _ in 0..DOWNLOAD_PIECES {
+                        if tx.send(piece.clone()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+                volt_rt::spawn(
+                    async move { while let Ok(Some(_)) = req.body_mut().chunk().await {} },
+                );
+                Response::bytes(body)
+            }),
+        )
 }
+
+const PERIOD: usize = 251;
+const DOWNLOAD_PIECES: usize = 500;
 
 /// Yields `n` chunks, then panics.
 struct PanicAfter(u32);
@@ -326,5 +349,38 @@ fn pipeline_split_at_every_byte() {
             assert_eq!(&c.read_response().text(), want, "split at {split}");
         }
     }
+    server.shutdown();
+}
+
+/// The task reading a request body flushes the connection's buffered answers before it waits
+/// for more of the body, while the connection itself is in the middle of writing a streamed
+/// response that filled the socket: the bytes must go out once each, in order.
+#[test]
+fn body_read_during_a_blocked_streamed_write_keeps_the_response_intact() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    c.send(b"POST /download-reading-body HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n");
+    // The download fills the socket while the client reads nothing.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    c.send(b"01234");
+    // The reader takes these and waits for more, flushing first.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    c.send(b"56789");
+    let mut offset = 0usize;
+    let mut first_bad = None;
+    let (status, _) = c.read_response_streaming(&mut |data| {
+        if first_bad.is_none() {
+            if let Some(i) = (0..data.len()).find(|&i| data[i] != ((offset + i) % PERIOD) as u8) {
+                first_bad = Some(offset + i);
+            }
+        }
+        offset += data.len();
+    });
+    assert_eq!(
+        (status, offset, first_bad),
+        (200, PERIOD * 32 * DOWNLOAD_PIECES, None)
+    );
+    c.send(GET);
+    assert_eq!(c.read_response().text(), hi());
     server.shutdown();
 }

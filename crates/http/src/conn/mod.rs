@@ -75,6 +75,9 @@ pub(crate) struct ConnIo {
     worker: Rc<Worker>,
     /// False once a write failed or timed out: the connection is finished.
     writable: Cell<bool>,
+    /// A write of the connection's task is under way, and may be waiting for the socket: a
+    /// request body read in another task must not write then (see [`ConnIo::flush_for_body`]).
+    writing: Cell<bool>,
     /// Whether `TCP_NODELAY` is set yet; set lazily, see [`ConnIo::write_from`].
     nagle: Cell<Nagle>,
     /// Cleartext, and no request yet: an HTTP/2 preface here switches to HTTP/2.
@@ -110,6 +113,7 @@ pub(crate) fn new_conn(stream: Transport, remote: SocketAddr, worker: Rc<Worker>
         write_buf: RefCell::new(Vec::new()),
         worker,
         writable: Cell::new(true),
+        writing: Cell::new(false),
         nagle: Cell::new(Nagle::Untouched),
         timer: RefCell::new(sleep_until(Instant::now())),
         remote,
@@ -347,7 +351,10 @@ fn answer_each<'a, S: Service>(
                 let mut panicked = false;
                 // The response is encoded where the poll left it: bound first to a variable
                 // of its own, it was copied there (~14 instructions a request).
-                let step = match poll_caught(Pin::new(&mut fut), cx, &mut panicked) {
+                let polled = poll_by_conn(&answering, || {
+                    poll_caught(Pin::new(&mut fut), cx, &mut panicked)
+                });
+                let step = match polled {
                     Poll::Ready(response) => io.respond(answering, response, panicked),
                     Poll::Pending => return Step::Wait(Wait::Handler(fut, answering)),
                 };
@@ -490,6 +497,19 @@ fn poll_caught(
     })
 }
 
+/// Polls a handler (`poll`) from the connection's own task: a request body it reads may then
+/// wait for the socket to take the answers before it (see [`ConnIo::flush_for_body`]).
+#[inline(always)]
+fn poll_by_conn<T>(answering: &Answering, poll: impl FnOnce() -> T) -> T {
+    let Some(reader) = &answering.reader else {
+        return poll();
+    };
+    reader.polled_by_conn(true);
+    let polled = poll();
+    reader.polled_by_conn(false);
+    polled
+}
+
 /// Whether a first line whose version did not parse still reads as an HTTP/1 request line:
 /// its target has an HTTP/1 form (origin `/...`, asterisk, absolute `scheme://...`).
 fn looks_like_http1(buf: &[u8]) -> bool {
@@ -523,8 +543,12 @@ impl ConnIo {
                     // hold them back. (If that fails, the response below closes.)
                     self.flush(false).await;
                     let mut panicked = false;
-                    let response =
-                        poll_fn(|cx| poll_caught(Pin::new(&mut fut), cx, &mut panicked)).await;
+                    let response = poll_fn(|cx| {
+                        poll_by_conn(&answering, || {
+                            poll_caught(Pin::new(&mut fut), cx, &mut panicked)
+                        })
+                    })
+                    .await;
                     drop(fut);
                     self.respond(answering, response, panicked)
                 }

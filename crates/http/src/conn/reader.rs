@@ -30,6 +30,9 @@ struct BodyState {
     continue_pending: bool,
     /// A framing error, a timeout or a closed connection: the connection cannot continue.
     failed: bool,
+    /// The connection's task is polling the handler (or skipping the body) right now; see
+    /// [`ConnIo::flush_for_body`].
+    polled_by_conn: bool,
 }
 
 impl BodyReader {
@@ -44,6 +47,7 @@ impl BodyReader {
                 received: 0,
                 continue_pending: expect_continue,
                 failed: false,
+                polled_by_conn: false,
             }),
         }
     }
@@ -53,12 +57,14 @@ impl BodyReader {
         if self.state.borrow().failed {
             return Err(Error::bad_request("the request body is no longer readable"));
         }
+        // Which task reads is known at the first poll, and stays the same.
+        let conn_task = self.state.borrow().polled_by_conn;
         if std::mem::take(&mut self.state.borrow_mut().continue_pending) {
             self.io
                 .write_buf
                 .borrow_mut()
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
-            if !self.io.flush(false).await {
+            if !self.io.flush_for_body(conn_task).await {
                 return Err(self.fail(StatusCode::BAD_REQUEST, "connection closed"));
             }
         }
@@ -107,7 +113,7 @@ impl BodyReader {
             }
             // Answers already encoded (earlier pipelined ones, or this request's own while its
             // unread body is skipped) go out before waiting on a client that may wait for them.
-            if !self.io.flush(false).await {
+            if !self.io.flush_for_body(conn_task).await {
                 return Err(self.fail(StatusCode::BAD_REQUEST, "connection closed"));
             }
             match self.io.read(deadline, BODY_READ).await {
@@ -139,6 +145,11 @@ impl BodyReader {
                 || (!state.continue_pending && declared.is_none_or(|n| n - state.received <= max)))
     }
 
+    /// Marks the connection's task as the one polling the handler (`true`), until `false`.
+    pub(super) fn polled_by_conn(&self, polled: bool) {
+        self.state.borrow_mut().polled_by_conn = polled;
+    }
+
     /// The final response is being written: a `100 Continue` owed is not sent any more, as it
     /// would follow that response (inside its body, if the body is streamed). The client has
     /// its answer, so whether [`BodyReader::skippable`] is was decided before this.
@@ -168,12 +179,16 @@ impl BodyReader {
             return answer;
         }
         let start = self.state.borrow().received;
-        loop {
+        // Only the connection's task skips the body.
+        self.polled_by_conn(true);
+        let skipped = loop {
             match self.chunk().await {
-                Ok(None) => return true,
+                Ok(None) => break true,
                 Ok(Some(_)) if self.state.borrow().received - start <= max => {}
-                _ => return false,
+                _ => break false,
             }
-        }
+        };
+        self.polled_by_conn(false);
+        skipped
     }
 }

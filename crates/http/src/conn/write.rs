@@ -66,6 +66,47 @@ impl ConnIo {
         ok
     }
 
+    /// Writes the write buffer out for a request body about to wait for more bytes (and for
+    /// its `100 Continue`). `wait`: the body is read by a handler the connection's task polls,
+    /// which writes nothing else meanwhile, so this waits for the socket as [`ConnIo::flush`]
+    /// does. Otherwise the body is read in a task of its own (a spawned one, or a streamed
+    /// response's), alongside the connection's: that writes only what the socket takes now,
+    /// and nothing while the connection's own write is under way. Two tasks writing the buffer
+    /// at once sent bytes twice, and only one of them is woken when the socket drains.
+    pub(super) async fn flush_for_body(&self, wait: bool) -> bool {
+        if wait {
+            return self.flush(false).await;
+        }
+        if self.writing.get() {
+            // The write under way takes what was appended too, before it ends.
+            return self.writable.get();
+        }
+        poll_fn(|cx| Poll::Ready(self.write_what_fits(cx))).await
+    }
+
+    /// Writes as much of the write buffer as the socket takes now, and drops it from the
+    /// buffer; the rest goes with the connection's next write. False if writing failed.
+    fn write_what_fits(&self, cx: &mut Context<'_>) -> bool {
+        let len = self.write_buf.borrow().len();
+        if len == 0 || !self.writable.get() {
+            return self.writable.get();
+        }
+        self.before_write(len);
+        let mut written = 0;
+        let done = self.poll_write_out(cx, &self.write_buf.borrow(), &mut written, false);
+        let mut w = self.write_buf.borrow_mut();
+        match done {
+            Poll::Ready(ok) => {
+                w.clear();
+                ok
+            }
+            Poll::Pending => {
+                w.drain(..written);
+                true
+            }
+        }
+    }
+
     /// Ends a pass over the read buffer ([`answer_ready`](super::answer_ready)) that answered everything it could,
     /// then goes on as `next` says: writes the answers out if the socket takes them now, else
     /// leaves the rest to [`ConnIo::resume`].
@@ -167,11 +208,13 @@ impl ConnIo {
         last: bool,
     ) -> impl Future<Output = bool> + 'a {
         let deadline = volt_rt::time::now() + self.worker.config.write_timeout;
+        self.writing.set(true);
         let mut write = self.until(deadline, move |io, cx| {
             io.poll_write_out(cx, &bytes(), &mut written, last)
         });
         poll_fn(move |cx| {
             let ok = ready!(Pin::new(&mut write).poll(cx)).unwrap_or(false);
+            self.writing.set(false);
             if !ok {
                 self.writable.set(false);
             }
