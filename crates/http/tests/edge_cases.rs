@@ -6,6 +6,7 @@ mod common;
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -98,7 +99,23 @@ fn app() -> Router {
                 Response::bytes(body)
             }),
         )
+        .route(
+            // Answers at once and leaves the body to a task of its own (202 Accepted).
+            "/accept-in-background",
+            post(|mut req: Request| async move {
+                volt_rt::spawn(async move {
+                    volt_rt::time::sleep(std::time::Duration::from_millis(20)).await;
+                    while let Ok(Some(chunk)) = req.body_mut().chunk().await {
+                        BACKGROUND_READ.fetch_add(chunk.len(), Ordering::Relaxed);
+                    }
+                });
+                Response::new(StatusCode::ACCEPTED)
+            }),
+        )
 }
+
+/// Body bytes read by `/accept-in-background`'s task.
+static BACKGROUND_READ: AtomicUsize = AtomicUsize::new(0);
 
 const PERIOD: usize = 251;
 const DOWNLOAD_PIECES: usize = 500;
@@ -380,7 +397,30 @@ fn body_read_during_a_blocked_streamed_write_keeps_the_response_intact() {
         (status, offset, first_bad),
         (200, PERIOD * 32 * DOWNLOAD_PIECES, None)
     );
-    c.send(GET);
-    assert_eq!(c.read_response().text(), hi());
+    // Whether the connection goes on depends on whether the reading task was done when the
+    // download ended (see `body_read_in_the_background_after_the_response_closes_the_connection`).
+    assert_eq!(server.get("/"), hi());
+    server.shutdown();
+}
+
+/// The handler answers at once and hands the body to a task of its own (202 Accepted). The
+/// connection cannot skip the rest of the body while that task reads it (two tasks waiting on
+/// one socket: one of them was never woken, and the connection hung for good), so it closes
+/// after the response; the task still reads the whole body.
+#[test]
+fn body_read_in_the_background_after_the_response_closes_the_connection() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    c.send(b"POST /accept-in-background HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n");
+    assert_eq!(c.read_response().status, 202);
+    // The background task waits for the body by now.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    c.send(b"0123456789");
+    let _ = c.try_send(GET);
+    c.expect_closed();
+    common::wait_until("the background task's read", || {
+        BACKGROUND_READ.load(Ordering::Relaxed) == 10
+    });
+    assert_eq!(server.get("/"), hi());
     server.shutdown();
 }

@@ -665,6 +665,10 @@ impl ConnIo {
             match reader.finished_now() {
                 Some(true) => {}
                 Some(false) => return Step::Done(Next::Close),
+                // The request lives on past its response (a task the handler spawned reads the
+                // body): skipping the body would wait on the socket alongside that task, and
+                // the socket wakes only one of them. Closing leaves the body to it.
+                None if Rc::strong_count(&reader) > 1 => return Step::Done(Next::Close),
                 None => return Step::Wait(Wait::Drain(reader)),
             }
         }
