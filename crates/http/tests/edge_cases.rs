@@ -403,6 +403,80 @@ fn body_read_during_a_blocked_streamed_write_keeps_the_response_intact() {
     server.shutdown();
 }
 
+/// Chunked request bodies whose framing is wrong in ways the codec tests do not reach through
+/// a socket: the handler reading the body gets a 400 and the connection closes, without the
+/// next pipelined request being answered.
+#[test]
+fn bad_chunked_framing_in_a_read_body_is_400_and_closes() {
+    let server = common::start(app());
+    let cases: &[&[u8]] = &[
+        b"5 \r\nhello\r\n0\r\n\r\n",
+        b" 5\r\nhello\r\n0\r\n\r\n",
+        b"+5\r\nhello\r\n0\r\n\r\n",
+        b"0x5\r\nhello\r\n0\r\n\r\n",
+        b"5\nhello\r\n0\r\n\r\n",
+        b"5\r\nhello\r\n0\r\nX-T: a\r\n folded\r\n\r\n",
+        b"5\r\nhello\r\n0\r\nX-T: a\x01b\r\n\r\n",
+        b"5\r\nhello\r\n0\r\nX T: a\r\n\r\n",
+        b"5;ext=\x01\r\nhello\r\n0\r\n\r\n",
+        b"5\r\nhelloXX0\r\n\r\n",
+    ];
+    for body in cases {
+        let mut c = server.connect();
+        let mut req =
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        req.extend_from_slice(body);
+        req.extend_from_slice(GET);
+        c.send(&req);
+        let r = c.read_response();
+        assert_eq!(
+            (r.status, r.header("connection")),
+            (400, Some("close")),
+            "{:?}: {}",
+            String::from_utf8_lossy(body),
+            r.text()
+        );
+        c.expect_closed();
+    }
+    assert_eq!(server.get("/"), hi());
+    server.shutdown();
+}
+
+/// Thousands of tiny pipelined requests, GET and HEAD mixed, in one write: the answers cross
+/// the early-flush threshold many times and still come back whole and in order.
+#[test]
+fn thousands_of_tiny_pipelined_requests_in_one_write() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    let mut batch = Vec::new();
+    for i in 0..5000 {
+        batch.extend_from_slice(match i % 3 {
+            2 => b"HEAD / HTTP/1.1\r\nHost: t\r\n\r\n".as_slice(),
+            _ => GET,
+        });
+    }
+    let mut writer = c.stream().try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        use std::io::Write;
+        writer.write_all(&batch).unwrap();
+    });
+    for i in 0..5000 {
+        let r = match i % 3 {
+            2 => c.read_head_response(),
+            _ => c.read_response(),
+        };
+        assert_eq!(
+            (r.status, r.header("content-length")),
+            (200, Some("2")),
+            "{i}"
+        );
+    }
+    sender.join().unwrap();
+    c.send(GET);
+    assert_eq!(c.read_response().text(), hi());
+    server.shutdown();
+}
+
 /// The handler answers at once and hands the body to a task of its own (202 Accepted). The
 /// connection cannot skip the rest of the body while that task reads it (two tasks waiting on
 /// one socket: one of them was never woken, and the connection hung for good), so it closes
