@@ -4,6 +4,7 @@ use std::cell::RefCell;
 use std::fmt;
 use std::future::poll_fn;
 use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
@@ -284,4 +285,17 @@ impl Drop for ChannelStream {
             w.wake();
         }
     }
+}
+
+/// Polls a response body stream for its next chunk. A panic in the stream is its error: the
+/// response is cut short (HTTP/1 closes the connection, HTTP/2 resets that stream), but only
+/// after what was buffered before it went out (earlier pipelined answers, this response's head
+/// and first chunks). Left to unwind, it took the connection's task with it: on HTTP/1 those
+/// answers, on HTTP/2 every other stream of the connection.
+pub(crate) fn poll_next_caught(
+    stream: &mut BodyStream,
+    cx: &mut Context<'_>,
+) -> Poll<Option<io::Result<Bytes>>> {
+    catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx)))
+        .unwrap_or_else(|_| Poll::Ready(Some(Err(io::Error::other("the body stream panicked")))))
 }

@@ -34,9 +34,29 @@ struct Gate {
     release: AtomicBool,
 }
 
+/// Yields one chunk, then panics.
+struct PanicsAfterOneChunk(bool);
+
+impl futures_core::Stream for PanicsAfterOneChunk {
+    type Item = std::io::Result<Bytes>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        assert!(!self.0, "body stream panicked on purpose");
+        self.0 = true;
+        std::task::Poll::Ready(Some(Ok(Bytes::from_static(b"first chunk"))))
+    }
+}
+
 fn app(gate: Arc<Gate>) -> Router {
     Router::new()
         .route("/", route_get(|_req| async { "Hello, World!" }))
+        .route(
+            "/stream-panics",
+            route_get(|_req| async { Response::text(Body::stream(PanicsAfterOneChunk(false))) }),
+        )
         .route(
             "/hello/{name}",
             route_get(|req: Request| async move {
@@ -236,6 +256,43 @@ fn a_handler_panic_is_500_for_its_stream_only() {
         assert_eq!(panicked.text(), "internal server error\n");
         assert_eq!(slow.await.unwrap(), "finished");
         // The connection goes on.
+        let mut c = client.clone();
+        assert_eq!(
+            send(&mut c, get("/"), Bytes::new()).await.text(),
+            "Hello, World!"
+        );
+    });
+}
+
+#[test]
+fn a_panicking_body_stream_resets_its_stream_only() {
+    let (server, gate) = start(Config::default());
+    let addr = server.addr();
+    gate.release.store(true, Ordering::SeqCst);
+    volt_rt::block_on(async move {
+        let client = connect_h2c(addr).await;
+        let mut a = client.clone();
+        let b = client.clone();
+        let slow =
+            volt_rt::spawn(async move { send(&mut a, get("/wait"), Bytes::new()).await.text() });
+        let mut ready = b.ready().await.unwrap();
+        let (response, _) = ready.send_request(get("/stream-panics"), true).unwrap();
+        let response = response
+            .await
+            .expect("the head went out before the body failed");
+        assert_eq!(response.status(), 200);
+        let mut body = response.into_body();
+        let mut got = Vec::new();
+        let reset = loop {
+            match body.data().await {
+                Some(Ok(chunk)) => got.extend_from_slice(&chunk),
+                Some(Err(e)) => break e,
+                None => panic!("a cut-short body ended like a whole one: {got:?}"),
+            }
+        };
+        assert_eq!(reset.reason(), Some(h2::Reason::INTERNAL_ERROR), "{reset}");
+        // The other stream and the connection go on.
+        assert_eq!(slow.await.unwrap(), "finished");
         let mut c = client.clone();
         assert_eq!(
             send(&mut c, get("/"), Bytes::new()).await.text(),

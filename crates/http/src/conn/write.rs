@@ -4,13 +4,9 @@
 
 use std::cell::Ref;
 use std::future::{poll_fn, Future};
-use std::io;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Instant;
-
-use bytes::Bytes;
 
 use super::encode::{write_chunk_size, Framing};
 use super::{ConnIo, Next, Step, Wait};
@@ -233,15 +229,18 @@ impl ConnIo {
         let mut sent: u64 = 0;
         loop {
             // Flush what is buffered while the body's producer is not ready.
-            let item = match poll_fn(|cx| Poll::Ready(poll_next_caught(&mut stream, cx))).await {
-                Poll::Ready(item) => item,
-                Poll::Pending => {
-                    if !self.flush(false).await {
-                        return false;
+            let item =
+                match poll_fn(|cx| Poll::Ready(crate::body::poll_next_caught(&mut stream, cx)))
+                    .await
+                {
+                    Poll::Ready(item) => item,
+                    Poll::Pending => {
+                        if !self.flush(false).await {
+                            return false;
+                        }
+                        poll_fn(|cx| crate::body::poll_next_caught(&mut stream, cx)).await
                     }
-                    poll_fn(|cx| poll_next_caught(&mut stream, cx)).await
-                }
-            };
+                };
             match item {
                 Some(Ok(chunk)) => {
                     sent += chunk.len() as u64;
@@ -289,16 +288,4 @@ impl ConnIo {
             }
         }
     }
-}
-
-/// Polls a response body stream for its next chunk. A panic in the stream is its error: the
-/// response is cut short and the connection closes, but only after what is buffered before
-/// the body (the answers to earlier pipelined requests, and this response's head and first
-/// chunks) went out. Left to unwind, it took the connection's task and those answers with it.
-fn poll_next_caught(
-    stream: &mut crate::body::BodyStream,
-    cx: &mut Context<'_>,
-) -> Poll<Option<io::Result<Bytes>>> {
-    catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx)))
-        .unwrap_or_else(|_| Poll::Ready(Some(Err(io::Error::other("the body stream panicked")))))
 }

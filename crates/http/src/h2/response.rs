@@ -177,7 +177,7 @@ where
                             return;
                         }
                     }
-                    match body.as_mut().poll_next(cx) {
+                    match crate::body::poll_next_caught(body, cx) {
                         Poll::Pending => return,
                         Poll::Ready(Some(Ok(next))) => {
                             *sent += next.len() as u64;
