@@ -28,6 +28,16 @@ fn app() -> Router {
                 Response::bytes(Body::stream(Endless(Bytes::from(vec![b'z'; 65536]))))
             }),
         )
+        .route(
+            // The same, while a task of its own waits for the request body.
+            "/endless-reading-body",
+            post(|mut req: Request| async move {
+                volt_rt::spawn(
+                    async move { while let Ok(Some(_)) = req.body_mut().chunk().await {} },
+                );
+                Response::bytes(Body::stream(Endless(Bytes::from(vec![b'z'; 65536]))))
+            }),
+        )
 }
 
 /// A body that never ends.
@@ -208,4 +218,31 @@ fn client_that_stops_reading_is_dropped_after_write_timeout() {
     // What `stuck` gets is cut short by the close.
     let got = stuck.read_to_end();
     assert!(common::find(&got, b"\r\n\r\n").is_some());
+}
+
+/// The same while a task the handler spawned waits for the request body (which never comes,
+/// under a long body timeout): that wait must not take the connection's write timeout away.
+/// (They shared one timer, which wakes one task: the reader's wait took the wake, and the
+/// connection waited for the stuck client for good.) The connection's slot is given up at the
+/// write timeout; its socket closes once the reader gives up too (its own body timeout).
+#[test]
+fn write_timeout_fires_while_another_task_waits_for_the_body() {
+    let config = short(Config {
+        max_connections_per_worker: 1,
+        ..Default::default()
+    });
+    let config = Config {
+        body_read_timeout: Duration::from_secs(60),
+        ..config
+    };
+    let server = common::start_with(1, config, app());
+    let mut stuck = server.connect();
+    stuck.send(b"POST /endless-reading-body HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n");
+    let mut next = server.connect();
+    next.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(
+        next.read_response().text(),
+        text_response("200 OK", "", "hi")
+    );
+    drop(stuck);
 }

@@ -788,6 +788,19 @@ impl ConnIo {
         poll_fn(move |cx| Pin::new(&mut read).poll(cx).map(read_result))
     }
 
+    /// [`ConnIo::read`] with a timer of its own, for a request body read in a task other than
+    /// the connection's. The connection's timer keeps one waker: shared, the other task's wait
+    /// took the wake meant for the connection's write timeout, and a client that stopped
+    /// reading then held the connection for good.
+    async fn read_alone(&self, deadline: Instant, reserve: usize) -> Result<usize, ReadError> {
+        self.reserve_read(reserve);
+        let read = poll_fn(|cx| {
+            self.stream
+                .poll_read_bytes(cx, &mut self.read_buf.borrow_mut())
+        });
+        read_result(volt_rt::time::timeout_at(deadline, read).await.ok())
+    }
+
     /// Makes room for a read of at least `reserve` bytes, or 4 KiB, taking a buffer from the
     /// worker's pool if the connection holds none.
     fn reserve_read(&self, reserve: usize) {

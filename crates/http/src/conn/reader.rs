@@ -116,7 +116,12 @@ impl BodyReader {
             if !self.io.flush_for_body(conn_task).await {
                 return Err(self.fail(StatusCode::BAD_REQUEST, "connection closed"));
             }
-            match self.io.read(deadline, BODY_READ).await {
+            let read = if conn_task {
+                self.io.read(deadline, BODY_READ).await
+            } else {
+                self.io.read_alone(deadline, BODY_READ).await
+            };
+            match read {
                 Ok(0) => return Err(self.fail(StatusCode::BAD_REQUEST, "request body ended early")),
                 Ok(_) => {}
                 Err(ReadError::Io) => {
