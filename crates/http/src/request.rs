@@ -63,13 +63,13 @@ impl Parts {
     pub(crate) fn finish(&mut self, head: &[u8], remote_addr: Option<SocketAddr>) {
         let target = self.parsed.target;
         let bytes = target.get(head);
-        self.path_end = match find_query(bytes) {
-            Some(i) => target.start + i as u32,
-            None => target.end,
-        };
+        let path_len = find_query(bytes).unwrap_or(bytes.len());
+        self.path_end = target.start + path_len as u32;
         self.path_start = match bytes.first() {
             Some(b'/') => target.start,
-            _ => target.start + path_offset(bytes),
+            // Only the part before the query can be `scheme://authority`: in `foo?to=http://x/y`
+            // the `://` is data, and a path found past it would start after the path's end.
+            _ => target.start + path_offset(&bytes[..path_len]),
         };
         self.head.clear();
         self.head.extend_from_slice(head);
