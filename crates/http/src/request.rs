@@ -364,7 +364,10 @@ impl Request {
     pub async fn json<T: DeserializeOwned>(&mut self) -> Result<T, Error> {
         if let Some(ct) = self.header("content-type") {
             let essence = ct.split(';').next().unwrap_or("").trim();
-            if !essence.eq_ignore_ascii_case("application/json") && !essence.ends_with("+json") {
+            // Media types are case-insensitive (RFC 9110 §8.3.1), the `+json` suffix too.
+            let suffixed = essence.len() > 5
+                && essence.as_bytes()[essence.len() - 5..].eq_ignore_ascii_case(b"+json");
+            if !essence.eq_ignore_ascii_case("application/json") && !suffixed {
                 return Err(Error::new(
                     StatusCode::UNSUPPORTED_MEDIA_TYPE,
                     format!("expected an application/json body, got `{essence}`"),

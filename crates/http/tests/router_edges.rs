@@ -481,3 +481,22 @@ fn issue_h24_scheme_in_the_query_of_an_odd_target_is_a_404_not_a_dead_worker() {
     assert_eq!(get_on(&mut c, "http://t?to=http://a/b"), ok("home"));
     assert_eq!(server.get("/"), ok("home"));
 }
+
+/// Media types are case-insensitive (RFC 9110 §8.3.1), the `+json` suffix as well as the rest.
+#[test]
+fn json_suffix_content_type_is_case_insensitive() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    for content_type in ["application/VND.API+JSON", "application/problem+Json"] {
+        assert_eq!(
+            post_on(
+                &mut c,
+                "/json",
+                &format!("Content-Type: {content_type}\r\n"),
+                b"[3]"
+            ),
+            ok("[3]"),
+            "{content_type}"
+        );
+    }
+}
