@@ -293,6 +293,11 @@ impl Request {
     /// The path parameter `name` (from a route such as `/users/{id}`), percent-decoded and
     /// parsed as `T`. A value that does not parse answers 400 naming the parameter.
     ///
+    /// A `{name}` parameter is one segment of the path as sent, so an encoded slash (`%2F`)
+    /// is in its value, a `/`. A catch-all's value is a relative path, ready to join onto a
+    /// directory: one with a `..` segment or a leading `/`, after decoding, answers 400
+    /// ([`Request::raw_param`] still has it as sent).
+    ///
     /// # Panics
     /// If the matched route has no parameter `name` (a programming error: the route and the
     /// handler disagree).
@@ -300,23 +305,35 @@ impl Request {
     where
         T::Err: fmt::Display,
     {
-        let raw = self
-            .raw_param(name)
+        let param = self
+            .find_param(name)
             .unwrap_or_else(|| panic!("the matched route has no path parameter `{name}`"));
-        let decoded = percent_decode(raw).ok_or_else(|| {
-            Error::bad_request(format!(
-                "invalid path parameter `{name}`: bad percent-encoding"
-            ))
-        })?;
-        decoded
-            .parse::<T>()
-            .map_err(|e| Error::bad_request(format!("invalid path parameter `{name}`: {e}")))
+        let invalid = |why: &dyn fmt::Display| {
+            Error::bad_request(format!("invalid path parameter `{name}`: {why}"))
+        };
+        let decoded = percent_decode(param.value(self.path()))
+            .ok_or_else(|| invalid(&"bad percent-encoding"))?;
+        // RFC 3986 §5.2.4 removes dot segments when a client resolves a reference; a server
+        // may do as it likes with the ones a client sends anyway. Refusing them here keeps a
+        // file server built on a catch-all inside its directory.
+        if param.rest {
+            if decoded.split('/').any(|s| s == "..") {
+                return Err(invalid(&"`..` segment"));
+            }
+            if decoded.starts_with('/') {
+                return Err(invalid(&"absolute path"));
+            }
+        }
+        decoded.parse::<T>().map_err(|e| invalid(&e))
     }
 
     /// The path parameter `name` as sent (not decoded), if the route has it.
     pub fn raw_param(&self, name: &str) -> Option<&str> {
-        let param = self.params.as_ref()?.iter().find(|p| &*p.name == name)?;
-        Some(param.value(self.path()))
+        Some(self.find_param(name)?.value(self.path()))
+    }
+
+    fn find_param(&self, name: &str) -> Option<&Param> {
+        self.params.as_ref()?.iter().find(|p| &*p.name == name)
     }
 
     /// The query string deserialized into `T` (`application/x-www-form-urlencoded` rules). A
