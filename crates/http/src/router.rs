@@ -263,6 +263,11 @@ impl Router {
 
     fn dispatch(&self, mut req: Request) -> Dispatch<'_> {
         let Some(endpoint) = self.find(req.path_bytes()) else {
+            if req.path_bytes() == b"*" {
+                return Dispatch::Asterisk {
+                    options: *req.method() == Method::OPTIONS,
+                };
+            }
             return Dispatch::Status(StatusCode::NOT_FOUND, None);
         };
         let Some(handler) = endpoint.methods.handler(req.method()) else {
@@ -276,6 +281,12 @@ impl Router {
 enum Dispatch<'a> {
     Handler(Running),
     Status(StatusCode, Option<&'a HeaderValue>),
+    /// The asterisk-form target `*`, which names the server, not a resource: `OPTIONS *`
+    /// (RFC 9110 §9.3.7) is answered here with 200, any other method with 400 (the form is
+    /// for OPTIONS only, RFC 9112 §3.2.4).
+    Asterisk {
+        options: bool,
+    },
 }
 
 /// Whether two paths are the same. Most paths are 4 to 16 bytes long, and compare as two
@@ -364,6 +375,11 @@ impl Future for Dispatch<'_> {
         match self.get_mut() {
             Dispatch::Handler(running) => Pin::new(running).poll(cx),
             Dispatch::Status(status, allow) => Poll::Ready(status_response(*status, *allow)),
+            Dispatch::Asterisk { options: true } => Poll::Ready(Response::new(StatusCode::OK)),
+            Dispatch::Asterisk { options: false } => Poll::Ready(
+                crate::Error::bad_request("the asterisk-form target is for OPTIONS only")
+                    .into_response(),
+            ),
         }
     }
 }

@@ -429,12 +429,21 @@ fn text_edges() {
     assert_eq!(get_on(&mut c, "/"), ok("home"));
 }
 
+/// `OPTIONS *` asks about the server, not a resource (RFC 9110 §9.3.7): it is answered 200
+/// with an empty body, not 404. The asterisk form is for OPTIONS only (RFC 9112 §3.2.4), so
+/// another method with it is a bad request.
 #[test]
-fn asterisk_form_options() {
+fn asterisk_form_is_answered_by_the_server() {
     let server = common::start(app());
     let mut c = server.connect();
-    let r = send(&mut c, "OPTIONS", "*");
-    assert!(r.starts_with("HTTP/1.1 "), "{r}");
+    assert_eq!(
+        send(&mut c, "OPTIONS", "*"),
+        "HTTP/1.1 200 OK\r\nServer: volt\r\nDate: <date>\r\ncontent-length: 0\r\n\r\n"
+    );
+    assert_eq!(
+        send(&mut c, "GET", "*"),
+        bad_request("the asterisk-form target is for OPTIONS only")
+    );
     assert_eq!(get_on(&mut c, "/"), ok("home"));
 }
 
