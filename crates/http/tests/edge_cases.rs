@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use common::{error_close, text_response};
+use common::{error_close, text_response, PanicAfter};
 use http::StatusCode;
 use volt_http::{any, get, post, Body, Error, Request, Response, Router};
 
@@ -119,20 +119,6 @@ static BACKGROUND_READ: AtomicUsize = AtomicUsize::new(0);
 
 const PERIOD: usize = 251;
 const DOWNLOAD_PIECES: usize = 500;
-
-/// Yields `n` chunks, then panics.
-struct PanicAfter(u32);
-
-impl futures_core::Stream for PanicAfter {
-    type Item = io::Result<Bytes>;
-    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.0 == 0 {
-            panic!("body stream panicked on purpose");
-        }
-        self.0 -= 1;
-        Poll::Ready(Some(Ok(Bytes::from_static(b"part"))))
-    }
-}
 
 /// Yields `n` chunks, then an error.
 struct FailAfter(u32);

@@ -3,13 +3,9 @@
 
 mod common;
 
-use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
-use common::{error_close, text_response};
+use common::{error_close, text_response, PanicAfter};
 use volt_http::{get, Body, Response, Router};
 
 fn app() -> Router {
@@ -53,20 +49,6 @@ fn app() -> Router {
             "/panicking-stream",
             get(|_req| async { Response::text(Body::stream(PanicAfter(2))) }),
         )
-}
-
-/// Yields `n` chunks, then panics.
-struct PanicAfter(u32);
-
-impl futures_core::Stream for PanicAfter {
-    type Item = io::Result<Bytes>;
-    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.0 == 0 {
-            panic!("body stream panicked on purpose");
-        }
-        self.0 -= 1;
-        Poll::Ready(Some(Ok(Bytes::from_static(b"part"))))
-    }
 }
 
 fn internal_error() -> String {

@@ -5,10 +5,12 @@
 mod common;
 mod h2common;
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use h2::client::SendRequest;
 use h2common::{connect_h2c, get, read_response, send, send_body};
 use volt_http::{get as route_get, post, Body, Config, Request, Response, Router};
 
@@ -34,28 +36,12 @@ struct Gate {
     release: AtomicBool,
 }
 
-/// Yields one chunk, then panics.
-struct PanicsAfterOneChunk(bool);
-
-impl futures_core::Stream for PanicsAfterOneChunk {
-    type Item = std::io::Result<Bytes>;
-
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        _cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        assert!(!self.0, "body stream panicked on purpose");
-        self.0 = true;
-        std::task::Poll::Ready(Some(Ok(Bytes::from_static(b"first chunk"))))
-    }
-}
-
 fn app(gate: Arc<Gate>) -> Router {
     Router::new()
         .route("/", route_get(|_req| async { "Hello, World!" }))
         .route(
             "/stream-panics",
-            route_get(|_req| async { Response::text(Body::stream(PanicsAfterOneChunk(false))) }),
+            route_get(|_req| async { Response::text(Body::stream(common::PanicAfter(1))) }),
         )
         .route(
             "/hello/{name}",
@@ -240,6 +226,24 @@ fn trailers_both_ways() {
     });
 }
 
+/// Runs `confined` on a stream of `client` while another stream waits on `/wait`, then checks
+/// that the other stream finished and the connection still serves: what `confined` provoked
+/// stayed in its own stream.
+async fn stays_in_its_stream<F: Future<Output = ()>>(
+    client: &SendRequest<Bytes>,
+    confined: impl FnOnce(SendRequest<Bytes>) -> F,
+) {
+    let mut a = client.clone();
+    let slow = volt_rt::spawn(async move { send(&mut a, get("/wait"), Bytes::new()).await.text() });
+    confined(client.clone()).await;
+    assert_eq!(slow.await.unwrap(), "finished");
+    let mut c = client.clone();
+    assert_eq!(
+        send(&mut c, get("/"), Bytes::new()).await.text(),
+        "Hello, World!"
+    );
+}
+
 #[test]
 fn a_handler_panic_is_500_for_its_stream_only() {
     let (server, gate) = start(Config::default());
@@ -247,20 +251,12 @@ fn a_handler_panic_is_500_for_its_stream_only() {
     gate.release.store(true, Ordering::SeqCst);
     volt_rt::block_on(async move {
         let client = connect_h2c(addr).await;
-        let mut a = client.clone();
-        let mut b = client.clone();
-        let slow =
-            volt_rt::spawn(async move { send(&mut a, get("/wait"), Bytes::new()).await.text() });
-        let panicked = send(&mut b, get("/panic"), Bytes::new()).await;
-        assert_eq!(panicked.status, 500);
-        assert_eq!(panicked.text(), "internal server error\n");
-        assert_eq!(slow.await.unwrap(), "finished");
-        // The connection goes on.
-        let mut c = client.clone();
-        assert_eq!(
-            send(&mut c, get("/"), Bytes::new()).await.text(),
-            "Hello, World!"
-        );
+        stays_in_its_stream(&client, |mut b| async move {
+            let panicked = send(&mut b, get("/panic"), Bytes::new()).await;
+            assert_eq!(panicked.status, 500);
+            assert_eq!(panicked.text(), "internal server error\n");
+        })
+        .await;
     });
 }
 
@@ -271,33 +267,26 @@ fn a_panicking_body_stream_resets_its_stream_only() {
     gate.release.store(true, Ordering::SeqCst);
     volt_rt::block_on(async move {
         let client = connect_h2c(addr).await;
-        let mut a = client.clone();
-        let b = client.clone();
-        let slow =
-            volt_rt::spawn(async move { send(&mut a, get("/wait"), Bytes::new()).await.text() });
-        let mut ready = b.ready().await.unwrap();
-        let (response, _) = ready.send_request(get("/stream-panics"), true).unwrap();
-        let response = response
-            .await
-            .expect("the head went out before the body failed");
-        assert_eq!(response.status(), 200);
-        let mut body = response.into_body();
-        let mut got = Vec::new();
-        let reset = loop {
-            match body.data().await {
-                Some(Ok(chunk)) => got.extend_from_slice(&chunk),
-                Some(Err(e)) => break e,
-                None => panic!("a cut-short body ended like a whole one: {got:?}"),
-            }
-        };
-        assert_eq!(reset.reason(), Some(h2::Reason::INTERNAL_ERROR), "{reset}");
-        // The other stream and the connection go on.
-        assert_eq!(slow.await.unwrap(), "finished");
-        let mut c = client.clone();
-        assert_eq!(
-            send(&mut c, get("/"), Bytes::new()).await.text(),
-            "Hello, World!"
-        );
+        stays_in_its_stream(&client, |b| async move {
+            let mut ready = b.ready().await.unwrap();
+            let (response, _) = ready.send_request(get("/stream-panics"), true).unwrap();
+            let response = response
+                .await
+                .expect("the head went out before the body failed");
+            assert_eq!(response.status(), 200);
+            let mut body = response.into_body();
+            let mut got = Vec::new();
+            let reset = loop {
+                match body.data().await {
+                    Some(Ok(chunk)) => got.extend_from_slice(&chunk),
+                    Some(Err(e)) => break e,
+                    None => panic!("a cut-short body ended like a whole one: {got:?}"),
+                }
+            };
+            assert_eq!(got, b"part");
+            assert_eq!(reset.reason(), Some(h2::Reason::INTERNAL_ERROR), "{reset}");
+        })
+        .await;
     });
 }
 

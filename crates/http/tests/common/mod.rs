@@ -7,9 +7,12 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use volt_http::{Config, Server, ServerHandle, Service};
 
 /// How long a client waits for bytes before the test fails as hung.
@@ -580,5 +583,19 @@ impl XorShift {
     /// A value in `lo..=hi`.
     pub fn range(&mut self, lo: usize, hi: usize) -> usize {
         lo + (self.next() % (hi - lo + 1) as u64) as usize
+    }
+}
+
+/// A response body stream that yields `n` chunks (`part`), then panics.
+pub struct PanicAfter(pub u32);
+
+impl futures_core::Stream for PanicAfter {
+    type Item = io::Result<Bytes>;
+    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.0 == 0 {
+            panic!("body stream panicked on purpose");
+        }
+        self.0 -= 1;
+        Poll::Ready(Some(Ok(Bytes::from_static(b"part"))))
     }
 }
