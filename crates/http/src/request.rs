@@ -152,6 +152,10 @@ impl Param {
         }
     }
 
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The value of this parameter in `path` (a path its route matched).
     fn value<'p>(&self, path: &'p str) -> &'p str {
         let start = path

@@ -177,7 +177,7 @@ impl Router {
     ///
     /// # Panics
     /// If the pattern is malformed (no leading `/`, a catch-all that is not last, an unclosed
-    /// brace) or already registered.
+    /// brace, an empty or repeated parameter name) or already registered.
     pub fn route(mut self, pattern: &str, methods: MethodRouter) -> Router {
         assert!(
             pattern.starts_with('/'),
@@ -203,6 +203,8 @@ impl Router {
                     i + 1 == segments.len(),
                     "catch-all `{segment}` must be the last segment of `{pattern}`"
                 );
+                assert!(!name.is_empty(), "empty catch-all name in `{pattern}`");
+                assert_unique(&params, name, pattern);
                 params.push(Param::new(name, i, true));
                 assert!(
                     node.catch_all.is_none(),
@@ -213,6 +215,7 @@ impl Router {
             }
             if let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
                 assert!(!name.is_empty(), "empty parameter name in `{pattern}`");
+                assert_unique(&params, name, pattern);
                 params.push(Param::new(name, i, false));
                 node = node.param.get_or_insert_with(Box::default);
             } else {
@@ -244,43 +247,87 @@ impl Router {
         self
     }
 
-    /// Finds the endpoint for `path`. Its parameters' values are not recorded: each is the
-    /// path segment at its place in the pattern, which the request finds when asked for it.
-    fn find(&self, path: &[u8]) -> Option<&Endpoint> {
+    /// The first endpoint for `path`, in matching order (exact routes, then the trie: literal
+    /// before parameter before catch-all), for which `pick` gives something. Its parameters'
+    /// values are not recorded: each is the path segment at its place in the pattern, which
+    /// the request finds when asked for it.
+    ///
+    /// `pick` sees the method too, so a route that does not take the request's method lets a
+    /// later one that does have it: with GET-only `/users/me` and POST `/users/{id}`, a POST to
+    /// `/users/me` reaches the second, not a 405 from the first.
+    fn find<'r, T>(
+        &'r self,
+        path: &[u8],
+        mut pick: impl FnMut(&'r Endpoint) -> Option<T>,
+    ) -> Option<T> {
+        // Exact routes are unique: at most one matches.
         if let Some((_, e)) = self
             .exact
             .iter()
             .find(|(p, _)| same_path(p.as_bytes(), path))
         {
-            return Some(e);
+            if let Some(found) = pick(e) {
+                return Some(found);
+            }
         }
         // The parser admits only ASCII in a target, so this check fails only for requests
         // made some other way.
         let path = std::str::from_utf8(path).ok()?;
         let segs = segments(path)?;
-        find_in(&self.root, &segs)
+        find_in(&self.root, &segs, &mut pick)
     }
 
     fn dispatch(&self, mut req: Request) -> Dispatch<'_> {
-        let Some(endpoint) = self.find(req.path_bytes()) else {
-            if req.path_bytes() == b"*" {
-                return Dispatch::Asterisk {
-                    options: *req.method() == Method::OPTIONS,
-                };
-            }
-            return Dispatch::Status(StatusCode::NOT_FOUND, None);
-        };
-        let Some(handler) = endpoint.methods.handler(req.method()) else {
-            return Dispatch::Status(StatusCode::METHOD_NOT_ALLOWED, Some(&endpoint.allow));
+        let method = req.method();
+        let found = self.find(req.path_bytes(), |e| Some((e, e.methods.handler(method)?)));
+        let Some((endpoint, handler)) = found else {
+            return self.unrouted(&req);
         };
         req.set_route(&endpoint.params, &self.state);
         Dispatch::Handler(Running::start(handler, req))
+    }
+
+    /// The answer when no route takes the request: 405 with the methods the routes for its
+    /// path take, 404 when there is none, and the asterisk-form's own answers.
+    #[cold]
+    fn unrouted(&self, req: &Request) -> Dispatch<'_> {
+        let mut allow: SmallVec<[&HeaderValue; 2]> = SmallVec::new();
+        self.find(req.path_bytes(), |e| {
+            allow.push(&e.allow);
+            None::<()>
+        });
+        match allow[..] {
+            [] if req.path_bytes() == b"*" => Dispatch::Asterisk {
+                options: *req.method() == Method::OPTIONS,
+            },
+            [] => Dispatch::Status(StatusCode::NOT_FOUND, None),
+            [one] => Dispatch::Status(StatusCode::METHOD_NOT_ALLOWED, Some(one)),
+            ref several => {
+                // The union, in the order the routes and their methods were given.
+                let mut names: Vec<&str> = Vec::new();
+                for name in several
+                    .iter()
+                    .flat_map(|v| v.to_str().unwrap_or("").split(", "))
+                {
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
+                }
+                let allow = HeaderValue::from_str(&names.join(", ")).expect("from valid values");
+                let answer = status_response(StatusCode::METHOD_NOT_ALLOWED, Some(&allow));
+                Dispatch::Answer(Box::new(answer))
+            }
+        }
     }
 }
 
 enum Dispatch<'a> {
     Handler(Running),
+    /// 404, or 405 with the `Allow` of the one route for the path.
     Status(StatusCode, Option<&'a HeaderValue>),
+    /// A 405 for a path several routes take, with all their methods (boxed: the future stays
+    /// as small as `Running`, and inline).
+    Answer(Box<Response>),
     /// The asterisk-form target `*`, which names the server, not a resource: `OPTIONS *`
     /// (RFC 9110 §9.3.7) is answered here with 200, any other method with 400 (the form is
     /// for OPTIONS only, RFC 9112 §3.2.4).
@@ -315,21 +362,34 @@ fn segments(path: &str) -> Option<Segments<'_>> {
     Some(path.strip_prefix('/')?.split('/').collect())
 }
 
-fn find_in<'n>(node: &'n Node, segs: &[&str]) -> Option<&'n Endpoint> {
+fn find_in<'n, T>(
+    node: &'n Node,
+    segs: &[&str],
+    pick: &mut impl FnMut(&'n Endpoint) -> Option<T>,
+) -> Option<T> {
     let Some((&segment, rest)) = segs.split_first() else {
-        return node.endpoint.as_ref().or(node.catch_all.as_ref());
+        return (node.endpoint.as_ref().and_then(&mut *pick))
+            .or_else(|| node.catch_all.as_ref().and_then(pick));
     };
     if let Some((_, child)) = node.literals.iter().find(|(s, _)| &**s == segment) {
-        if let Some(e) = find_in(child, rest) {
-            return Some(e);
+        if let Some(found) = find_in(child, rest, pick) {
+            return Some(found);
         }
     }
     if let Some(child) = node.param.as_deref().filter(|_| !segment.is_empty()) {
-        if let Some(e) = find_in(child, rest) {
-            return Some(e);
+        if let Some(found) = find_in(child, rest, pick) {
+            return Some(found);
         }
     }
-    node.catch_all.as_ref()
+    node.catch_all.as_ref().and_then(pick)
+}
+
+/// Panics if `params` already has one called `name`: `param(name)` could give only one of them.
+fn assert_unique(params: &[Param], name: &str, pattern: &str) {
+    assert!(
+        !params.iter().any(|p| p.name() == name),
+        "parameter `{name}` appears twice in `{pattern}`"
+    );
 }
 
 fn split_path(pattern: &str) -> impl Iterator<Item = &str> {
@@ -374,12 +434,26 @@ impl Future for Dispatch<'_> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
         match self.get_mut() {
             Dispatch::Handler(running) => Pin::new(running).poll(cx),
-            Dispatch::Status(status, allow) => Poll::Ready(status_response(*status, *allow)),
-            Dispatch::Asterisk { options: true } => Poll::Ready(Response::new(StatusCode::OK)),
-            Dispatch::Asterisk { options: false } => Poll::Ready(
+            unrouted => Poll::Ready(unrouted.answer()),
+        }
+    }
+}
+
+impl Dispatch<'_> {
+    /// The answer of a request no handler takes.
+    #[cold]
+    #[inline(never)]
+    fn answer(&mut self) -> Response {
+        match self {
+            Dispatch::Handler(_) => unreachable!("a handler answers for itself"),
+            Dispatch::Status(status, allow) => status_response(*status, *allow),
+            // Polled once: ready at once.
+            Dispatch::Answer(answer) => std::mem::replace(answer, Response::new(StatusCode::OK)),
+            Dispatch::Asterisk { options: true } => Response::new(StatusCode::OK),
+            Dispatch::Asterisk { options: false } => {
                 crate::Error::bad_request("the asterisk-form target is for OPTIONS only")
-                    .into_response(),
-            ),
+                    .into_response()
+            }
         }
     }
 }

@@ -325,8 +325,27 @@ fn invalid_method_is_400() {
 fn invalid_target_is_400() {
     assert_rejected(
         b"GET /a\x01b HTTP/1.1\r\nHost: t\r\n\r\n",
-        &bad_request("invalid byte in request target"),
+        &bad_request("invalid request target"),
     );
+}
+
+/// A target in none of the forms of RFC 9112 §3.2, or with a fragment, is refused rather than
+/// routed as a guess (`?x=1` went to `/`, `/users/1#x` gave the parameter `1#x`).
+#[test]
+fn target_without_a_form_or_with_a_fragment_is_400() {
+    for target in [
+        "?x=1",
+        "users/1",
+        "/users/1#x",
+        "#",
+        "foo?x=http://a/b",
+        "1a://b/",
+    ] {
+        assert_rejected(
+            format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+            &bad_request("invalid request target"),
+        );
+    }
 }
 
 #[test]

@@ -16,7 +16,8 @@ pub enum ParseError {
     BadRequestLine,
     /// The method contains a byte that is not a token character.
     InvalidMethod,
-    /// The request target contains a control byte, a non-ASCII byte or whitespace.
+    /// The request target contains a control byte, a non-ASCII byte, whitespace or `#`, or has
+    /// none of the forms of RFC 9112 §3.2 (`/path`, `scheme:...`, `*`, CONNECT's `host:port`).
     InvalidTarget,
     /// The HTTP version is malformed (not `HTTP/` DIGIT `.` DIGIT).
     InvalidVersion,
@@ -122,7 +123,7 @@ impl fmt::Display for ParseError {
         let msg = match self {
             BadRequestLine => "malformed request line",
             InvalidMethod => "invalid byte in request method",
-            InvalidTarget => "invalid byte in request target",
+            InvalidTarget => "invalid request target",
             InvalidVersion => "malformed HTTP version",
             VersionNotSupported => "HTTP version not supported",
             Http2Preface => "HTTP/2 connection preface on an HTTP/1 connection",

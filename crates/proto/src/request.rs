@@ -217,10 +217,12 @@ fn finish(
     };
     let scan = scan_fields(buf, req.headers, head_len, &mut head.headers);
     // What httparse lets through and RFC 9112 does not: bare LF line endings (also among the
-    // leading empty lines), and raw non-ASCII bytes in the target. Plus the target limit.
+    // leading empty lines), raw non-ASCII bytes in the target, a target in none of the
+    // request-target forms or with a fragment. Plus the target limit.
     let strict = (method_at == 0 || only_crlfs(&buf[..method_at]))
         && target.len() <= limits.max_uri_len
         && target_str.is_ascii()
+        && target_form_ok(method.as_bytes(), target_str.as_bytes())
         && scan.crlf_lines;
     if !strict {
         return Err(strict_error(window, limits));
@@ -318,7 +320,12 @@ fn parse_clean(
         n + 1
     };
     let target_len = target_len(&buf[pos..])?;
-    if target_len == 0 || target_len > limits.max_uri_len {
+    // An origin-form target starts with `/`, so it is not empty; any other form (or none, or an
+    // empty target) is checked out of line.
+    if buf[pos] != b'/' && !target_form_ok(&buf[..pos - 1], &buf[pos..pos + target_len]) {
+        return None;
+    }
+    if target_len > limits.max_uri_len {
         return None;
     }
     let target = Span {
@@ -369,11 +376,33 @@ fn known_name(s: &[u8]) -> Option<(usize, Known)> {
     }
 }
 
-/// Length of the request target at the start of `s`: visible ASCII (0x21-0x7E) up to the
-/// first byte that is not.
+/// Length of the request target at the start of `s`: visible ASCII (0x21-0x7E) but `#` up to
+/// the first byte that is not. (A `#` ends it early, and the line then fails the version
+/// check: the general path names the fault.)
 #[inline]
 fn target_len(s: &[u8]) -> Option<usize> {
-    find(s, 0, |b| !b.is_ascii_graphic())
+    find(s, 0, |b| !b.is_ascii_graphic() || b == b'#')
+}
+
+/// Whether `target` has one of the forms of RFC 9112 §3.2: origin (`/path?query`), absolute
+/// (`scheme:...`), asterisk (`*`), or for CONNECT the authority form (`host:port`). None of them
+/// holds a `#`: a fragment stays with the client. `?x=1` or `users/1` is none of them, and is
+/// refused rather than guessed at.
+#[cold]
+#[inline(never)]
+fn target_form_ok(method: &[u8], target: &[u8]) -> bool {
+    if target.is_empty() || target.contains(&b'#') {
+        return false;
+    }
+    match target {
+        _ if method == b"CONNECT" => true,
+        [b'/', ..] | b"*" => true,
+        [first, rest @ ..] if first.is_ascii_alphabetic() => rest
+            .iter()
+            .find(|&&b| !(b.is_ascii_alphanumeric() || b"+-.".contains(&b)))
+            .is_some_and(|&b| b == b':'),
+        _ => false,
+    }
 }
 
 /// The method named by `token`. The common ones are matched on their bytes: `Method::from_bytes`
@@ -446,7 +475,10 @@ fn walk_request(buf: &[u8], limits: &Limits) -> Walk {
     pos += 1;
 
     let target_start = pos;
-    while buf.get(pos).is_some_and(u8::is_ascii_graphic) {
+    while buf
+        .get(pos)
+        .is_some_and(|&b| b.is_ascii_graphic() && b != b'#')
+    {
         pos += 1;
     }
     // Checked before looking for the end of the target, so an endless target is refused as
@@ -473,6 +505,9 @@ fn walk_request(buf: &[u8], limits: &Limits) -> Walk {
     let version = &buf[version_start..pos];
     let delimited = buf.get(pos).is_some_and(|b| b"\r\n ".contains(b));
     match classify_version(version, delimited) {
+        VersionClass::Http10 | VersionClass::Http11 if !target_form_ok(method, target) => {
+            return Walk::Violation(InvalidTarget);
+        }
         VersionClass::Http10 | VersionClass::Http11 => {}
         VersionClass::Partial => return Walk::NeedMore,
         VersionClass::Invalid => return Walk::Violation(InvalidVersion),

@@ -72,6 +72,12 @@ fn extension_methods_and_target_forms() {
     assert_eq!(req(buf).target.get(buf), b"example.com:443");
     let buf = b"GET http://example.com/a?b=c HTTP/1.1\r\nHost: example.com\r\n\r\n";
     assert_eq!(req(buf).target.get(buf), b"http://example.com/a?b=c");
+    let buf = b"CONNECT 127.0.0.1:8080 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n";
+    assert_eq!(req(buf).target.get(buf), b"127.0.0.1:8080");
+    let buf = b"GET svn+ssh.x-y://h/p HTTP/1.1\r\nHost: h\r\n\r\n";
+    assert_eq!(req(buf).target.get(buf), b"svn+ssh.x-y://h/p");
+    let buf = b"GET /?q=%23 HTTP/1.1\r\nHost: a\r\n\r\n";
+    assert_eq!(req(buf).target.get(buf), b"/?q=%23");
 }
 
 #[test]
@@ -366,6 +372,13 @@ fn request_line_rules() {
         (b"GET /a\tb HTTP/1.1\r\n", InvalidTarget),
         (b"GET /a\x7fb HTTP/1.1\r\n", InvalidTarget),
         (b"GET /caf\xc3\xa9 HTTP/1.1\r\n", InvalidTarget),
+        (b"GET /a#b HTTP/1.1\r\n", InvalidTarget),
+        (b"GET # HTTP/1.1\r\n", InvalidTarget),
+        (b"GET ?x=1 HTTP/1.1\r\n", InvalidTarget),
+        (b"GET users/1 HTTP/1.1\r\n", InvalidTarget),
+        (b"GET 1http://a/ HTTP/1.1\r\n", InvalidTarget),
+        (b"GET foo?x=http://a/b HTTP/1.1\r\n", InvalidTarget),
+        (b"GET http://a/b#c HTTP/1.1\r\n", InvalidTarget),
         (b"GET / http/1.1\r\n", InvalidVersion),
         (b"GET / HTTP/1.x\r\n", InvalidVersion),
         (b"GET / HTTP/1\r\n", InvalidVersion),
