@@ -395,7 +395,10 @@ async fn control<T: Transport + 'static>(
         }
         sleep.reset(wake_at);
         let woke = poll_fn(|cx| {
-            if ctx.live.get() == 0 {
+            // A timed run's window is its whole duration: at a low rate every slot may have
+            // made its last send (and be done) well before the end, and ending the window at
+            // the last response would overstate the rate.
+            if ctx.live.get() == 0 && ctx.end.is_none() {
                 return Poll::Ready(Wake::AllDone);
             }
             let mut waker = ctx.controller.borrow_mut();

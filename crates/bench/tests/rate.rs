@@ -168,3 +168,35 @@ fn no_keepalive_at_a_rate() {
         assert_eq!(server.accepts(), 60);
     });
 }
+
+/// At a low rate the last send comes well before the end of the run: the measured window is
+/// still the whole duration, so the achieved rate is not overstated (it was 11.1 req/s for a
+/// 10 req/s target: the window ended at the last response, 0.9 s in).
+#[test]
+fn a_low_rate_is_measured_over_the_whole_duration() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    guard(|| {
+        let server = TestServer::start(Behavior::Hello);
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(2)
+                .threads(1)
+                .rate(10.0)
+                .duration(Duration::from_secs(1))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let level = &report.levels[0];
+        let achieved = level.achieved_rate.unwrap();
+        eprintln!(
+            "sent {} of {:?} in {:.3}s → {achieved:.2} req/s",
+            level.sent, level.scheduled, level.duration_s
+        );
+        assert_eq!((level.scheduled, level.sent), (Some(10), 10));
+        assert_eq!((level.requests, level.errors.total), (10, 0));
+        assert!(level.duration_s >= 1.0, "window {}s", level.duration_s);
+        assert!(achieved <= 10.0, "achieved {achieved} req/s of 10");
+        assert!(level.rps <= 10.0, "{} req/s", level.rps);
+    });
+}
