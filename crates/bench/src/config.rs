@@ -79,7 +79,9 @@ impl Sweep {
                     .iter()
                     .map(|s| {
                         parse_count(s)
-                            .filter(|&c| c >= 1.0 && c.fract() == 0.0 && c <= 1e6)
+                            .filter(|&c| {
+                                c >= 1.0 && c.fract() == 0.0 && c <= MAX_CONNECTIONS as f64
+                            })
                             .map(|c| c as usize)
                     })
                     .collect::<Option<Vec<usize>>>()
@@ -97,6 +99,14 @@ impl Sweep {
         }
     }
 }
+
+/// The longest `--duration`, `--warmup` or `--timeout`: deadlines are `Instant`s, and adding
+/// much more than this to one can overflow it.
+const MAX_TIME: Duration = Duration::from_secs(365 * 24 * 3600);
+/// The most connections (each is a slot with its own read buffer) and the deepest pipeline
+/// (the request ring holds that many requests back to back).
+const MAX_CONNECTIONS: usize = 1_000_000;
+const MAX_PIPELINE: usize = 65_536;
 
 /// A number with an optional `k` (×1000) or `m` (×1,000,000) suffix.
 pub(crate) fn parse_count(s: &str) -> Option<f64> {
@@ -383,6 +393,28 @@ impl ConfigBuilder {
         if b.timeout.is_zero() {
             return Err(Error::config("--timeout must be more than 0"));
         }
+        if b.connections > MAX_CONNECTIONS {
+            return Err(Error::config(format!(
+                "--connections must be at most {MAX_CONNECTIONS}"
+            )));
+        }
+        if b.pipeline > MAX_PIPELINE {
+            return Err(Error::config(format!(
+                "--pipeline must be at most {MAX_PIPELINE}"
+            )));
+        }
+        for (flag, time) in [
+            ("--duration", b.duration),
+            ("--warmup", Some(b.warmup)),
+            ("--timeout", Some(b.timeout)),
+        ] {
+            if time.is_some_and(|t| t > MAX_TIME) {
+                return Err(Error::config(format!(
+                    "{flag} must be at most a year ({}s)",
+                    MAX_TIME.as_secs()
+                )));
+            }
+        }
         let stop = match (b.duration, b.requests_total) {
             (Some(_), Some(_)) => {
                 return Err(Error::config(
@@ -578,6 +610,11 @@ mod tests {
             Config::builder(),
             base().header("bad name", "x"),
             base().method("G ET"),
+            base().connections(MAX_CONNECTIONS + 1),
+            base().pipeline(MAX_PIPELINE + 1),
+            base().duration(MAX_TIME + Duration::from_secs(1)),
+            base().warmup(MAX_TIME + Duration::from_secs(1)),
+            base().timeout(MAX_TIME + Duration::from_secs(1)),
         ];
         for case in cases {
             let dbg = format!("{case:?}");

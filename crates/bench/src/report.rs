@@ -89,6 +89,11 @@ pub struct Level {
     pub scheduled: Option<u64>,
     /// Rate mode: requests sent per second.
     pub achieved_rate: Option<f64>,
+    /// Rate mode, timed runs: requests scheduled in the window with neither a response nor an
+    /// error at its end (in flight, or not sent yet because their connection was waiting).
+    /// Each counts in `latency_us` with the time it had waited by then, a lower bound of its
+    /// latency: `requests + errors.total + unanswered` is `scheduled`.
+    pub unanswered: Option<u64>,
     /// Connections opened.
     pub connections_opened: u64,
     /// Failed requests by kind.
@@ -429,6 +434,15 @@ impl Level {
                 group_f(achieved),
                 group(self.sent),
                 group(scheduled),
+            )?;
+        }
+        if let Some(n @ 1..) = self.unanswered {
+            writeln!(
+                f,
+                "  {:<11} {} scheduled requests unanswered at the end, counted in `corrected` \
+                 with the time they had waited",
+                "",
+                group(n)
             )?;
         }
         if !run.keepalive || self.connections_opened > self.connections as u64 {

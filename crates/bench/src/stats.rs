@@ -46,6 +46,9 @@ pub(crate) struct Counts {
     /// Requests written during the measured window (rate mode: with their scheduled time in
     /// the window).
     pub sent: u64,
+    /// Rate mode: requests scheduled in the window with neither a response nor an error when
+    /// it ended (in flight, or never sent because their connection was still waiting).
+    pub unanswered: u64,
 }
 
 impl Counts {
@@ -63,6 +66,7 @@ impl Counts {
         self.bytes_written += other.bytes_written;
         self.connections += other.connections;
         self.sent += other.sent;
+        self.unanswered += other.unanswered;
     }
 }
 
@@ -219,6 +223,15 @@ impl Recorder {
             self.counts.non_2xx += n;
         }
         self.status[usize::from(code).min(999)] += n;
+    }
+
+    /// Counts a request that had waited `waited_us` without an answer when the window ended.
+    /// Its latency is at least that, and it goes into the latency as that: left out, a stall
+    /// lasting to the end would not show in the percentiles at all.
+    pub(crate) fn unanswered(&mut self, waited_us: u64) {
+        self.counts.unanswered += 1;
+        self.exact_latency
+            .record(&mut self.interval.latency, waited_us, 1);
     }
 
     pub(crate) fn error(&mut self, kind: ErrorKind) {

@@ -306,6 +306,9 @@ async fn run_with<T: Transport + 'static>(plan: Arc<Plan>, worker: usize) -> Wor
         }
     }
 
+    if rate_mode {
+        record_unanswered(&ctx, &slots, stopped_at);
+    }
     let mut rec = ctx.rec.borrow_mut();
     let last = rec.take_interval();
     send_tick(&ctx, u32::MAX, stopped_at, last, rec.counts);
@@ -322,6 +325,34 @@ async fn run_with<T: Transport + 'static>(plan: Arc<Plan>, worker: usize) -> Wor
         measure_start,
         scheduled,
         interrupted,
+    }
+}
+
+/// Rate mode, timed runs: records every request scheduled in `[measure_start, stopped_at)`
+/// (and before the end) that got neither a response nor an error, with the time it had waited.
+/// That is the one the slot was waiting on (for its connect or its response) and every send
+/// after it that the schedule had due. The slots' tasks are aborted: their state is final.
+fn record_unanswered(ctx: &WorkerCtx, slots: &[Rc<Slot>], stopped_at: Instant) {
+    let Some(end) = ctx.end else { return };
+    let window_end = stopped_at.min(end);
+    let mut rec = ctx.rec.borrow_mut();
+    for slot in slots {
+        let next = slot.next_send.get();
+        // `waiting_since` is set exactly while send `next - 1` has no answer.
+        let mut k = match slot.waiting_since.get() {
+            Some(_) => next.saturating_sub(1),
+            None => next,
+        };
+        loop {
+            let at = ctx.scheduled(slot.index, k);
+            if at >= window_end {
+                break;
+            }
+            if at >= ctx.measure_start {
+                rec.unanswered(micros_between(at, stopped_at));
+            }
+            k += 1;
+        }
     }
 }
 
@@ -395,7 +426,10 @@ async fn control<T: Transport + 'static>(
         }
         sleep.reset(wake_at);
         let woke = poll_fn(|cx| {
-            if ctx.live.get() == 0 {
+            // A timed run's window is its whole duration: at a low rate every slot may have
+            // made its last send (and be done) well before the end, and ending the window at
+            // the last response would overstate the rate.
+            if ctx.live.get() == 0 && ctx.end.is_none() {
                 return Poll::Ready(Wake::AllDone);
             }
             let mut waker = ctx.controller.borrow_mut();

@@ -53,6 +53,32 @@ fn conflicting_flags_are_one_line_errors() {
     assert_usage_error(&["bench"], "URL");
 }
 
+/// Values that parse but that no run can use: one line, not a panic (`-d`, `--timeout` and
+/// `--warmup` past what `Instant` can add overflowed it; a huge `--pipeline` or `-c` aborted
+/// on a failed allocation).
+#[test]
+fn out_of_range_values_are_one_line_errors() {
+    let url = "http://127.0.0.1:9/";
+    let huge = "10000000000000000000s";
+    assert_usage_error(&["bench", "-d", huge, url], "--duration must be at most");
+    assert_usage_error(
+        &["bench", "-d", "1s", "--timeout", huge, url],
+        "--timeout must be at most",
+    );
+    assert_usage_error(
+        &["bench", "-d", "1s", "--warmup", huge, url],
+        "--warmup must be at most",
+    );
+    assert_usage_error(
+        &["bench", "--pipeline", "1000000000000", url],
+        "--pipeline must be at most",
+    );
+    assert_usage_error(
+        &["bench", "-c", "1000000000000", url],
+        "--connections must be at most",
+    );
+}
+
 #[test]
 fn bad_urls_and_unreachable_hosts_are_one_line_errors() {
     assert_usage_error(&["bench", "127.0.0.1:8080/"], "must start with http://");
