@@ -383,7 +383,10 @@ impl Request {
     /// The body deserialized from JSON; 400 with serde's message if it does not fit `T`, 415
     /// if `Content-Type` is present and not JSON.
     pub async fn json<T: DeserializeOwned>(&mut self) -> Result<T, Error> {
-        if let Some(ct) = self.header("content-type") {
+        if let Some(ct) = self.header_bytes("content-type") {
+            // A value that is not UTF-8 is no JSON media type either: a 415 like any other,
+            // not taken for an absent header.
+            let ct = String::from_utf8_lossy(ct);
             let essence = ct.split(';').next().unwrap_or("").trim();
             // Media types are case-insensitive (RFC 9110 §8.3.1), the `+json` suffix too.
             let suffixed = essence.len() > 5

@@ -446,6 +446,23 @@ fn json_edges() {
     assert_eq!(get_on(&mut c, "/"), ok("home"));
 }
 
+/// A `Content-Type` that is not UTF-8 (obs-text is allowed in field values) is not JSON: 415,
+/// where it was taken for an absent header and the body parsed as JSON.
+#[test]
+fn json_with_a_non_utf8_content_type_is_415() {
+    let server = common::start(app());
+    let mut c = server.connect();
+    c.send(b"POST /json HTTP/1.1\r\nHost: t\r\nContent-Type: text/\xff\r\nContent-Length: 3\r\n\r\n[1]");
+    assert_eq!(
+        c.read_response().text(),
+        text_response(
+            "415 Unsupported Media Type",
+            "",
+            "expected an application/json body, got `text/\u{fffd}`\n"
+        )
+    );
+}
+
 #[test]
 fn json_over_the_limit_is_413() {
     let config = volt_http::Config {
