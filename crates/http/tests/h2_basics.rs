@@ -62,6 +62,13 @@ fn app(gate: Arc<Gate>) -> Router {
             }),
         )
         .route(
+            "/first-chunk",
+            post(|mut req: Request| async move {
+                let first = req.body_mut().chunk().await?.map_or(0, |c| c.len());
+                Ok::<_, volt_http::Error>(format!("{}", first > 0))
+            }),
+        )
+        .route(
             "/big",
             route_get(|_req| async {
                 let (mut tx, body) = Body::channel();
@@ -174,6 +181,58 @@ fn large_bodies_both_ways_under_flow_control() {
         let trailers = r.trailers.expect("trailers after the streamed body");
         assert_eq!(trailers["x-sent"], BIG.to_string().as_str());
     });
+}
+
+/// Every request body byte the client sent comes back as connection window, whether the
+/// handler read the body to its end or stopped after a chunk: the window the last chunks took
+/// was lost when the stream ended with its response, so after a few uploads the connection
+/// window was gone and every stream on the connection stalled.
+#[test]
+fn request_bodies_give_back_the_connection_window() {
+    let config = Config {
+        h2_initial_stream_window: 65_535,
+        h2_initial_connection_window: 65_535,
+        ..Config::default()
+    };
+    let (server, _) = start(config);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let mut client = connect_h2c(addr).await;
+        let body = Bytes::from(vec![7u8; 16 * 1024]);
+        // 40 bodies of 16 KiB: ten times the connection window.
+        for i in 0..40 {
+            let path = if i % 2 == 0 { "/count" } else { "/first-chunk" };
+            let req = http::Request::post(format!("http://t{path}"))
+                .body(())
+                .unwrap();
+            let r = volt_rt::time::timeout(common::HANG_GUARD, send_ended(&mut client, req, &body))
+                .await
+                .unwrap_or_else(|_| panic!("request {i} stalled: the connection window is gone"));
+            assert_eq!(r.status, 200, "request {i}");
+        }
+    });
+}
+
+/// Sends `req` with `body` in DATA frames the last of which ends the stream (once the window
+/// allows the whole body), and reads the response.
+async fn send_ended(
+    client: &mut SendRequest<Bytes>,
+    req: http::Request<()>,
+    body: &Bytes,
+) -> h2common::H2Response {
+    let mut client = client.clone().ready().await.expect("connection ready");
+    let (response, mut stream) = client
+        .send_request(req, false)
+        .expect("sending the request");
+    stream.reserve_capacity(body.len());
+    while stream.capacity() < body.len() {
+        std::future::poll_fn(|cx| stream.poll_capacity(cx))
+            .await
+            .expect("stream open")
+            .expect("capacity");
+    }
+    stream.send_data(body.clone(), true).expect("sending data");
+    read_response(response).await
 }
 
 #[test]

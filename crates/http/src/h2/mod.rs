@@ -398,6 +398,12 @@ where
     fn retire(&mut self, mut task: Task<F>) {
         if let Some(inbox) = task.inbox.take() {
             let mut inbox = inbox.borrow_mut();
+            // The stream is over: the connection window of every byte the client sent on it
+            // comes back, read or not (unread chunks stay for a reader that still holds the
+            // body, as memory the stream's window bounded).
+            let unread: usize = inbox.chunks.iter().map(|c| c.len()).sum();
+            let taken = std::mem::take(&mut inbox.consumed);
+            self.conn.release(task.id, taken + unread, &mut self.out);
             if matches!(inbox.end, BodyEnd::Open) {
                 inbox.end = BodyEnd::Reset;
             }
