@@ -183,3 +183,69 @@ fn provoked_resets_get_goaway() {
         })
     });
 }
+
+/// Reads frames until RST_STREAM on `stream` or GOAWAY (its frame type and code), or `None`
+/// if the connection closed without either. Panics (hang guard) if the server never acts.
+fn read_until_reset_or_goaway(stream: &mut TcpStream, id: u32) -> Option<(u8, u32)> {
+    use std::io::Read;
+    stream.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        while buf.len() >= 9 {
+            let len =
+                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
+            if buf.len() < 9 + len {
+                break;
+            }
+            let kind = buf[3];
+            let on = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
+            let p = &buf[9..9 + len];
+            if kind == RST_STREAM && on == id {
+                return Some((kind, u32::from_be_bytes([p[0], p[1], p[2], p[3]])));
+            }
+            if kind == GOAWAY {
+                return Some((kind, u32::from_be_bytes([p[4], p[5], p[6], p[7]])));
+            }
+            buf.drain(..9 + len);
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if common::is_reset(&e) => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => panic!("reading frames (the server never gave up on the stream?): {e}"),
+        }
+    }
+}
+
+/// A client that opens a stream and never gives the server window to answer on it (slow
+/// read with flow control, CVE-2019-9517's shape) held the stream, its response and the
+/// connection for ever: no byte waited for the socket, so the write timeout never ran. A
+/// response that waits for window longer than `write_timeout` now resets its stream.
+#[test]
+fn a_response_stalled_on_a_zero_window_is_reset() {
+    let config = Config {
+        write_timeout: std::time::Duration::from_secs(1),
+        ..Config::default()
+    };
+    let server = common::start_with(1, config, app());
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    let mut bytes = PREFACE.to_vec();
+    // SETTINGS_INITIAL_WINDOW_SIZE = 0: no response body may be sent until WINDOW_UPDATE.
+    bytes.extend(frame(SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 0]));
+    bytes.extend(frame(
+        HEADERS,
+        END_STREAM | END_HEADERS,
+        1,
+        &request_block(false),
+    ));
+    stream.write_all(&bytes).unwrap();
+    // The client keeps the connection open and never sends WINDOW_UPDATE.
+    let got = read_until_reset_or_goaway(&mut stream, 1);
+    assert_eq!(
+        got,
+        Some((RST_STREAM, 0x8)),
+        "RST_STREAM CANCEL on stream 1"
+    );
+}

@@ -142,6 +142,9 @@ struct Task<F> {
     drained: u64,
     /// Draining gives up (resetting the stream) at this time.
     drain_deadline: Option<Instant>,
+    /// Since when response data has been waiting for flow-control window the client does not
+    /// give: the write timeout counts from there, as for bytes the socket does not take.
+    stalled_since: Option<Instant>,
 }
 
 /// Wakes the connection task and marks its stream's handler as worth polling.
@@ -320,6 +323,7 @@ where
             out: Outgoing::Waiting,
             drained: 0,
             drain_deadline: None,
+            stalled_since: None,
         };
         let response = match to_request(head, inbox, self.remote, config) {
             Err(e) => e.into_response(),
@@ -548,6 +552,7 @@ where
         }
         for task in &self.tasks {
             consider(task.drain_deadline);
+            consider(task.stalled_since.map(|t| t + config.write_timeout));
         }
         let Some(next) = next else { return false };
         if self.timer.deadline() > next {
@@ -589,7 +594,10 @@ where
         }
         let mut i = 0;
         while i < self.tasks.len() {
-            if self.tasks[i].drain_deadline.is_some_and(|d| now >= d) {
+            let task = &self.tasks[i];
+            if task.drain_deadline.is_some_and(|d| now >= d)
+                || passed(task.stalled_since, config.write_timeout)
+            {
                 let task = self.tasks.swap_remove(i);
                 self.conn.reset(task.id, Reason::CANCEL, &mut self.out);
                 self.retire(task);
@@ -631,6 +639,7 @@ impl<F> Task<F> {
             out: Outgoing::Done,
             drained: 0,
             drain_deadline: None,
+            stalled_since: None,
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use bytes::{Buf, Bytes};
 use http::header::HeaderName;
@@ -155,6 +156,7 @@ where
                     .conn
                     .send_data(id, data, trailers.is_none(), &mut self.out);
                 data.advance(n);
+                task.stalled_since = stalled(task.stalled_since, n, !data.is_empty());
                 if data.is_empty() {
                     let trailers = trailers.take();
                     self.finish_body(id, trailers);
@@ -173,6 +175,7 @@ where
                     if !chunk.is_empty() {
                         let n = self.conn.send_data(id, chunk, false, &mut self.out);
                         chunk.advance(n);
+                        task.stalled_since = stalled(task.stalled_since, n, !chunk.is_empty());
                         if !chunk.is_empty() || self.out.len() >= FLUSH_AT {
                             return;
                         }
@@ -215,6 +218,16 @@ where
             }
             block.finish(true);
         }
+    }
+}
+
+/// Since when a response has waited for window, after `sent` bytes went out and with
+/// `blocked` saying whether some are still waiting.
+fn stalled(since: Option<Instant>, sent: usize, blocked: bool) -> Option<Instant> {
+    match (blocked, since) {
+        (false, _) => None,
+        (true, Some(t)) if sent == 0 => Some(t),
+        (true, _) => Some(Instant::now()),
     }
 }
 
