@@ -69,6 +69,29 @@ fn app(gate: Arc<Gate>) -> Router {
             }),
         )
         .route(
+            "/hop-by-hop",
+            route_get(|_req| async {
+                let mut trailers = http::HeaderMap::new();
+                trailers.insert("x-sum", "1".parse().unwrap());
+                trailers.insert("connection", "close".parse().unwrap());
+                trailers.insert("te", "gzip".parse().unwrap());
+                Response::text(Body::from("ok").with_trailers(trailers))
+                    .with_header("connection", "close")
+                    .with_header("keep-alive", "timeout=5")
+                    .with_header("proxy-connection", "keep-alive")
+                    .with_header("transfer-encoding", "chunked")
+                    .with_header("upgrade", "h2c")
+                    .with_header("te", "gzip")
+                    .with_header("x-kept", "yes")
+            }),
+        )
+        .route(
+            "/no-content",
+            route_get(|_req| async {
+                Response::new(http::StatusCode::NO_CONTENT).with_body(Body::from("dropped"))
+            }),
+        )
+        .route(
             "/big",
             route_get(|_req| async {
                 let (mut tx, body) = Body::channel();
@@ -180,6 +203,41 @@ fn large_bodies_both_ways_under_flow_control() {
         assert!(r.body.iter().enumerate().all(|(i, &b)| b == pattern(i)));
         let trailers = r.trailers.expect("trailers after the streamed body");
         assert_eq!(trailers["x-sent"], BIG.to_string().as_str());
+    });
+}
+
+/// Connection-specific fields a handler sets are not sent (RFC 9113 §8.2.2: a client must
+/// treat a response with them as malformed), in the head or in trailers; nor is a body on HEAD
+/// or on 204.
+#[test]
+fn connection_specific_fields_and_bodiless_responses() {
+    let (server, _) = start(Config::default());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let mut client = connect_h2c(addr).await;
+        let r = send(&mut client, get("/hop-by-hop"), Bytes::new()).await;
+        assert_eq!((r.status, r.text()), (200, "ok".to_string()));
+        assert_eq!(r.headers["x-kept"], "yes");
+        for name in [
+            "connection",
+            "keep-alive",
+            "proxy-connection",
+            "upgrade",
+            "te",
+        ] {
+            assert!(!r.headers.contains_key(name), "{name} sent");
+        }
+        let trailers = r.trailers.expect("trailers");
+        assert_eq!(trailers["x-sum"], "1");
+        assert!(!trailers.contains_key("connection") && !trailers.contains_key("te"));
+
+        let head = http::Request::head("http://t/").body(()).unwrap();
+        let r = send(&mut client, head, Bytes::new()).await;
+        assert_eq!((r.status, r.body.len()), (200, 0));
+        assert_eq!(r.headers["content-length"], "13");
+        let r = send(&mut client, get("/no-content"), Bytes::new()).await;
+        assert_eq!((r.status, r.body.len()), (204, 0));
+        assert!(!r.headers.contains_key("content-length"));
     });
 }
 

@@ -214,7 +214,9 @@ where
         };
         if let Some(mut block) = self.conn.headers(id, &mut self.out) {
             for (name, value) in &fields {
-                block.field(name.as_str().as_bytes(), value.as_bytes());
+                if !is_connection_specific(name) {
+                    block.field(name.as_str().as_bytes(), value.as_bytes());
+                }
             }
             block.finish(true);
         }
@@ -238,15 +240,20 @@ fn body_len(kind: &BodyKind) -> Option<u64> {
     }
 }
 
-/// Headers HTTP/2 forbids (connection-specific, RFC 9113 §8.2.2) or the server sets itself.
+/// Headers HTTP/2 forbids (connection-specific) or the server sets itself.
 fn is_managed(name: &HeaderName) -> bool {
-    use http::header::{CONNECTION, CONTENT_LENGTH, DATE, SERVER, TRANSFER_ENCODING, UPGRADE};
+    use http::header::{CONTENT_LENGTH, DATE, SERVER};
+    is_connection_specific(name) || *name == CONTENT_LENGTH || *name == DATE || *name == SERVER
+}
+
+/// Connection-specific fields, which a client must treat as malformed in a response or its
+/// trailers (RFC 9113 §8.2.2; `te` is for requests only).
+fn is_connection_specific(name: &HeaderName) -> bool {
+    use http::header::{CONNECTION, TE, TRANSFER_ENCODING, UPGRADE};
     *name == CONNECTION
         || *name == TRANSFER_ENCODING
         || *name == UPGRADE
-        || *name == CONTENT_LENGTH
-        || *name == DATE
-        || *name == SERVER
+        || *name == TE
         || name.as_str() == "keep-alive"
         || name.as_str() == "proxy-connection"
 }
