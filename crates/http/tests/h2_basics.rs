@@ -176,6 +176,20 @@ fn h2c_prior_knowledge_serves_the_router() {
     });
     // The same port still speaks HTTP/1.
     assert!(server.get("/").starts_with("HTTP/1.1 200 OK"));
+    // `Upgrade: h2c` is not supported: the request is answered over HTTP/1.1, not with 101,
+    // and the connection stays HTTP/1.
+    let mut c = server.connect();
+    let upgrade = "GET / HTTP/1.1\r\nHost: t\r\nConnection: Upgrade, HTTP2-Settings\r\n\
+                   Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n";
+    for _ in 0..2 {
+        c.send(upgrade.as_bytes());
+        let r = c.read_response();
+        assert_eq!(
+            (r.status, r.body_text()),
+            (200, "Hello, World!".to_string())
+        );
+        assert_eq!(r.header("upgrade"), None);
+    }
 }
 
 #[test]
@@ -238,6 +252,46 @@ fn connection_specific_fields_and_bodiless_responses() {
         let r = send(&mut client, get("/no-content"), Bytes::new()).await;
         assert_eq!((r.status, r.body.len()), (204, 0));
         assert!(!r.headers.contains_key("content-length"));
+    });
+}
+
+/// A request body over `max_body_bytes` is answered 413, whether its `content-length` says
+/// so at once or the DATA only shows it; a body that disagrees with its `content-length` is a
+/// stream error (RFC 9113 §8.1.1). The connection goes on serving.
+#[test]
+fn body_limits_and_content_length_on_http2() {
+    let config = Config {
+        max_body_bytes: 1000,
+        ..Config::default()
+    };
+    let (server, _) = start(config);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let mut client = connect_h2c(addr).await;
+        let big = Bytes::from(vec![1u8; 5000]);
+        let declared = http::Request::post("http://t/count")
+            .header("content-length", "5000")
+            .body(())
+            .unwrap();
+        let r = send(&mut client, declared, big.clone()).await;
+        assert_eq!(r.status, 413, "{}", r.text());
+        let undeclared = http::Request::post("http://t/count").body(()).unwrap();
+        let r = send(&mut client, undeclared, big).await;
+        assert_eq!(r.status, 413, "{}", r.text());
+
+        // content-length 10, 20 bytes sent.
+        let mut ready = client.clone().ready().await.unwrap();
+        let wrong = http::Request::post("http://t/count")
+            .header("content-length", "10")
+            .body(())
+            .unwrap();
+        let (response, mut stream) = ready.send_request(wrong, false).unwrap();
+        stream.send_data(Bytes::from(vec![2u8; 20]), true).unwrap();
+        let err = response.await.expect_err("a stream error, not a response");
+        assert_eq!(err.reason(), Some(h2::Reason::PROTOCOL_ERROR), "{err}");
+
+        let r = send(&mut client, get("/"), Bytes::new()).await;
+        assert_eq!(r.text(), "Hello, World!");
     });
 }
 
