@@ -37,6 +37,7 @@ struct Gate {
 }
 
 fn app(gate: Arc<Gate>) -> Router {
+    let drop_gate = gate.clone();
     Router::new()
         .route("/", route_get(|_req| async { "Hello, World!" }))
         .route(
@@ -89,6 +90,21 @@ fn app(gate: Arc<Gate>) -> Router {
             "/no-content",
             route_get(|_req| async {
                 Response::new(http::StatusCode::NO_CONTENT).with_body(Body::from("dropped"))
+            }),
+        )
+        .route(
+            "/drop-body-then-wait",
+            post(move |mut req: Request| {
+                let gate = drop_gate.clone();
+                async move {
+                    let _ = req.body_mut().chunk().await;
+                    drop(req);
+                    gate.started.store(true, Ordering::SeqCst);
+                    while !gate.release.load(Ordering::SeqCst) {
+                        volt_rt::time::sleep(std::time::Duration::from_millis(5)).await;
+                    }
+                    "finished"
+                }
             }),
         )
         .route(
@@ -292,6 +308,45 @@ fn body_limits_and_content_length_on_http2() {
 
         let r = send(&mut client, get("/"), Bytes::new()).await;
         assert_eq!(r.text(), "Hello, World!");
+    });
+}
+
+/// A handler that drops its request body and goes on working must not keep the body's
+/// connection window: DATA the client sends meanwhile went into the dropped body's inbox and
+/// its window stayed taken until the handler finished, stalling every other stream.
+#[test]
+fn a_body_dropped_by_a_running_handler_leaves_the_connection_window() {
+    let config = Config {
+        h2_initial_stream_window: 65_535,
+        h2_initial_connection_window: 65_535,
+        ..Config::default()
+    };
+    let (server, gate) = start(config);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = connect_h2c(addr).await;
+        let mut ready = client.clone().ready().await.unwrap();
+        let req = http::Request::post("http://t/drop-body-then-wait")
+            .body(())
+            .unwrap();
+        let (waiting, mut stream) = ready.send_request(req, false).unwrap();
+        send_body(&mut stream, Bytes::from(vec![1u8; 1024])).await;
+        while !gate.started.load(Ordering::SeqCst) {
+            volt_rt::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        // The handler dropped the body: the client fills the stream's window all the same.
+        send_body(&mut stream, Bytes::from(vec![1u8; 65_535])).await;
+        // Another stream needs connection window the dropped body took.
+        let mut other = client.clone();
+        let req = http::Request::post("http://t/count").body(()).unwrap();
+        let body = Bytes::from(vec![7u8; 32 * 1024]);
+        let r = volt_rt::time::timeout(common::HANG_GUARD, send(&mut other, req, body))
+            .await
+            .expect("the other stream stalled: the dropped body kept the connection window");
+        assert_eq!(r.status, 200);
+        gate.release.store(true, Ordering::SeqCst);
+        stream.send_data(Bytes::new(), true).unwrap();
+        assert_eq!(read_response(waiting).await.text(), "finished");
     });
 }
 

@@ -142,6 +142,9 @@ struct Task<F> {
     drained: u64,
     /// Draining gives up (resetting the stream) at this time.
     drain_deadline: Option<Instant>,
+    /// Body bytes discarded while the handler ran without its body, whose stream window is
+    /// not given back yet.
+    withheld: usize,
     /// Since when response data has been waiting for flow-control window the client does not
     /// give: the write timeout counts from there, as for bytes the socket does not take.
     stalled_since: Option<Instant>,
@@ -323,6 +326,7 @@ where
             out: Outgoing::Waiting,
             drained: 0,
             drain_deadline: None,
+            withheld: 0,
             stalled_since: None,
         };
         let response = match to_request(head, inbox, self.remote, config) {
@@ -387,6 +391,13 @@ where
         // The client is still sending a body nobody reads: drain it, for a while.
         if task.drain_deadline.is_none() {
             task.drain_deadline = Some(Instant::now() + self.worker.config.body_read_timeout);
+            let withheld = std::mem::take(&mut task.withheld);
+            if task.drained > self.worker.config.max_drain_bytes {
+                self.conn.reset(task.id, Reason::CANCEL, &mut self.out);
+                return true;
+            }
+            self.conn
+                .release_stream_window(task.id, withheld, &mut self.out);
             if let Some(inbox) = &task.inbox {
                 let mut inbox = inbox.borrow_mut();
                 let unread: usize = inbox.chunks.drain(..).map(|c| c.len()).sum();
@@ -639,6 +650,7 @@ impl<F> Task<F> {
             out: Outgoing::Done,
             drained: 0,
             drain_deadline: None,
+            withheld: 0,
             stalled_since: None,
         }
     }
