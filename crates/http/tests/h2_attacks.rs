@@ -249,3 +249,26 @@ fn a_response_stalled_on_a_zero_window_is_reset() {
         "RST_STREAM CANCEL on stream 1"
     );
 }
+
+/// A client that goes silent holds its connection no longer than the timeouts: one that sends
+/// nothing after its preface, and one that stops in the middle of a header block (HEADERS
+/// without END_HEADERS), each get GOAWAY and a close.
+#[test]
+fn a_silent_client_is_closed_by_the_timeouts() {
+    let config = Config {
+        idle_timeout: std::time::Duration::from_secs(1),
+        header_read_timeout: std::time::Duration::from_secs(1),
+        ..Config::default()
+    };
+    let server = common::start_with(1, config, app());
+    for tail in [vec![], frame(HEADERS, END_STREAM, 1, &request_block(false))] {
+        let mut stream = TcpStream::connect(server.addr()).unwrap();
+        let mut bytes = client_start();
+        bytes.extend(tail);
+        stream.write_all(&bytes).unwrap();
+        assert!(
+            read_until_goaway(&mut stream).is_some(),
+            "GOAWAY, then close"
+        );
+    }
+}

@@ -350,6 +350,30 @@ fn a_body_dropped_by_a_running_handler_leaves_the_connection_window() {
     });
 }
 
+/// A request body that stops arriving is answered 408 after `body_read_timeout`, on its
+/// stream only.
+#[test]
+fn a_stalled_request_body_times_out() {
+    let config = Config {
+        body_read_timeout: std::time::Duration::from_secs(1),
+        ..Config::default()
+    };
+    let (server, _) = start(config);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = connect_h2c(addr).await;
+        let mut ready = client.clone().ready().await.unwrap();
+        let req = http::Request::post("http://t/count").body(()).unwrap();
+        let (response, mut stream) = ready.send_request(req, false).unwrap();
+        send_body(&mut stream, Bytes::from_static(b"a start")).await;
+        let r = read_response(response).await;
+        assert_eq!(r.status, 408, "{}", r.text());
+        let mut other = client.clone();
+        let r = send(&mut other, get("/"), Bytes::new()).await;
+        assert_eq!(r.text(), "Hello, World!");
+    });
+}
+
 /// Every request body byte the client sent comes back as connection window, whether the
 /// handler read the body to its end or stopped after a chunk: the window the last chunks took
 /// was lost when the stream ended with its response, so after a few uploads the connection
