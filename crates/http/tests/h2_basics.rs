@@ -374,6 +374,36 @@ fn a_stalled_request_body_times_out() {
     });
 }
 
+/// A streamed response to a client whose window is larger than the server's output mark: the
+/// pump stopped at the mark with the chunk sent and the body not polled again, and said
+/// nothing, so once the socket took the output nothing woke the connection and the response
+/// stalled after its first 64 KiB (until the client happened to send a frame).
+#[test]
+fn a_streamed_response_under_a_large_client_window_does_not_stall() {
+    let (server, _) = start(Config::default());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let tcp = volt_rt::net::TcpStream::connect(addr).await.unwrap();
+        let (client, conn) = h2::client::Builder::new()
+            .initial_window_size(32 << 20)
+            .initial_connection_window_size(32 << 20)
+            .handshake::<_, Bytes>(tcp)
+            .await
+            .expect("HTTP/2 handshake");
+        volt_rt::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut client = client;
+        let r = volt_rt::time::timeout(
+            common::HANG_GUARD,
+            send(&mut client, get("/big"), Bytes::new()),
+        )
+        .await
+        .expect("the streamed response stalled");
+        assert_eq!(r.body.len(), BIG);
+    });
+}
+
 /// Every request body byte the client sent comes back as connection window, whether the
 /// handler read the body to its end or stopped after a chunk: the window the last chunks took
 /// was lost when the stream ended with its response, so after a few uploads the connection

@@ -138,7 +138,9 @@ where
                 i += 1;
             }
         }
-        false
+        // A streamed body stops at the mark without polling for more: the next pass, once
+        // the output is written, must come back to it.
+        self.out.len() >= FLUSH_AT
     }
 
     /// Sends what the windows allow of `task`'s response. A streamed body is polled for more
