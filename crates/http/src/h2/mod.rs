@@ -206,8 +206,11 @@ where
                 again |= self.poll_read(cx);
             }
             again |= self.poll_handlers();
-            again |= self.pump(cx);
+            let full = self.pump(cx);
             self.poll_write(cx);
+            // Output left over its mark: another pass only once the socket took it all (else
+            // the write's waker brings the connection back; looping would spin).
+            again |= full && self.out.is_empty();
             if self.phase == Phase::Draining && self.drained() {
                 self.phase = Phase::Closing(Instant::now());
             }
