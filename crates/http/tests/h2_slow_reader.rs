@@ -1,5 +1,5 @@
 //! An HTTP/2 client that opens a large window and then stops reading: the server must wait
-//! for the socket, not spin. Its own test binary, so that the CPU time of the one server
+//! for the socket, not spin, nor copy a whole body into its output. Its own test binary, so that the CPU time of the one server
 //! worker thread (`volt-http-0`) is this test's alone.
 
 mod common;
@@ -52,38 +52,33 @@ fn thread_cpu_ticks(name: &str) -> u64 {
 /// itself, so a client with a large window that stopped reading kept a worker at 100% CPU
 /// until the write timeout.
 #[test]
-fn a_client_that_stops_reading_costs_no_cpu() {
-    // 32 MiB streamed in 64 KiB chunks, always ready.
-    let app = Router::new().route(
-        "/big",
-        route_get(|_req| async {
-            let chunk = Bytes::from(vec![b'x'; 64 << 10]);
-            let chunks = std::iter::repeat_n(chunk, 512).map(Ok::<_, std::io::Error>);
-            volt_http::Response::bytes(Body::stream(Chunks(chunks)))
-        }),
-    );
+fn a_client_that_stops_reading_costs_neither_cpu_nor_memory() {
+    // 32 MiB streamed in 64 KiB chunks, always ready; and 32 MiB in memory.
+    let full = Bytes::from(vec![b'y'; 32 << 20]);
+    let app = Router::new()
+        .route(
+            "/big",
+            route_get(|_req| async {
+                let chunk = Bytes::from(vec![b'x'; 64 << 10]);
+                let chunks = std::iter::repeat_n(chunk, 512).map(Ok::<_, std::io::Error>);
+                volt_http::Response::bytes(Body::stream(Chunks(chunks)))
+            }),
+        )
+        .route(
+            "/full",
+            route_get(move |_req| {
+                let full = full.clone();
+                async move { volt_http::Response::bytes(full) }
+            }),
+        );
     let config = Config {
         write_timeout: Duration::from_secs(600),
         ..Config::default()
     };
     let server = common::start_with(1, config, app);
     let mut stream = TcpStream::connect(server.addr()).unwrap();
-    let mut bytes = PREFACE.to_vec();
-    // SETTINGS_INITIAL_WINDOW_SIZE = 2^31-1, and the connection window as large.
-    bytes.extend(frame(SETTINGS, 0, 0, &[0, 4, 0x7f, 0xff, 0xff, 0xff]));
-    bytes.extend(frame(
-        WINDOW_UPDATE,
-        0,
-        0,
-        &(0x7fff_ffffu32 - 65_535).to_be_bytes(),
-    ));
-    let mut block = vec![0x82, 0x86, 0x44, 4];
-    block.extend_from_slice(b"/big");
-    block.extend([0x41, 0x01, b't']);
     // Two streams: the second finds the output already over its flush mark.
-    bytes.extend(frame(HEADERS, END_STREAM | END_HEADERS, 1, &block));
-    bytes.extend(frame(HEADERS, END_STREAM | END_HEADERS, 3, &block));
-    stream.write_all(&bytes).unwrap();
+    stream.write_all(&large_window_requests("/big", 2)).unwrap();
     // The client reads nothing: the socket buffers fill and the server must wait.
     std::thread::sleep(Duration::from_secs(2));
     let before = thread_cpu_ticks("volt-http-0");
@@ -97,6 +92,40 @@ fn a_client_that_stops_reading_costs_no_cpu() {
     );
     // And when the client reads again, both bodies arrive whole.
     assert_eq!(read_bodies(&mut stream, 2), [32 << 20, 32 << 20]);
+    drop(stream);
+
+    // A 32 MiB in-memory body under a window as large went whole into the connection's
+    // output: a copy of the body, held while the client did not read. It goes to the output
+    // a flush mark at a time.
+    let before = common::vm_rss();
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    stream
+        .write_all(&large_window_requests("/full", 1))
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let grown = common::vm_rss().saturating_sub(before);
+    assert!(
+        grown < 16 << 20,
+        "resident memory grew by {} KiB",
+        grown >> 10
+    );
+    assert_eq!(read_bodies(&mut stream, 1), [32 << 20]);
+}
+
+/// The preface with windows of 2^31-1 (SETTINGS_INITIAL_WINDOW_SIZE and the connection's),
+/// then `n` GET requests for `path` on streams 1, 3, ...
+fn large_window_requests(path: &str, n: u32) -> Vec<u8> {
+    let mut bytes = PREFACE.to_vec();
+    bytes.extend(frame(SETTINGS, 0, 0, &[0, 4, 0x7f, 0xff, 0xff, 0xff]));
+    let rest = 0x7fff_ffffu32 - 65_535;
+    bytes.extend(frame(WINDOW_UPDATE, 0, 0, &rest.to_be_bytes()));
+    let mut block = vec![0x82, 0x86, 0x04, path.len() as u8];
+    block.extend_from_slice(path.as_bytes());
+    block.extend([0x41, 0x01, b't']);
+    for i in 0..n {
+        bytes.extend(frame(HEADERS, END_STREAM | END_HEADERS, 1 + 2 * i, &block));
+    }
+    bytes
 }
 
 /// Reads frames until `n` streams ended; the DATA bytes of each (streams 1, 3, ...).

@@ -154,11 +154,10 @@ where
         match &mut task.out {
             Outgoing::Waiting | Outgoing::Done => {}
             Outgoing::Full { data, trailers } => {
-                let n = self
-                    .conn
-                    .send_data(id, data, trailers.is_none(), &mut self.out);
+                let n = self.send_some(id, data, trailers.is_none());
                 data.advance(n);
-                task.stalled_since = stalled(task.stalled_since, n, !data.is_empty());
+                let blocked = !data.is_empty() && self.conn.send_capacity(id) == 0;
+                task.stalled_since = stalled(task.stalled_since, n, blocked);
                 if data.is_empty() {
                     let trailers = trailers.take();
                     self.finish_body(id, trailers);
@@ -175,9 +174,10 @@ where
                 let Some(cx) = cx else { return };
                 loop {
                     if !chunk.is_empty() {
-                        let n = self.conn.send_data(id, chunk, false, &mut self.out);
+                        let n = self.send_some(id, chunk, false);
                         chunk.advance(n);
-                        task.stalled_since = stalled(task.stalled_since, n, !chunk.is_empty());
+                        let blocked = !chunk.is_empty() && self.conn.send_capacity(id) == 0;
+                        task.stalled_since = stalled(task.stalled_since, n, blocked);
                         if !chunk.is_empty() || self.out.len() >= FLUSH_AT {
                             return;
                         }
@@ -206,6 +206,16 @@ where
                 task.out = Outgoing::Done;
             }
         }
+    }
+
+    /// Sends what the windows allow of `data`, but no more than fills the output to its mark:
+    /// a large body is not copied whole into the output under a large client window. `end`
+    /// ends the stream with the last byte of `data`.
+    fn send_some(&mut self, id: u32, data: &[u8], end: bool) -> usize {
+        let room = FLUSH_AT.saturating_sub(self.out.len());
+        let part = &data[..data.len().min(room)];
+        self.conn
+            .send_data(id, part, end && part.len() == data.len(), &mut self.out)
     }
 
     /// Ends a response body: with the trailers, or an empty DATA frame with END_STREAM.
