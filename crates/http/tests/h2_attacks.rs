@@ -251,17 +251,35 @@ fn a_response_stalled_on_a_zero_window_is_reset() {
 }
 
 /// A client that goes silent holds its connection no longer than the timeouts: one that sends
-/// nothing after its preface, and one that stops in the middle of a header block (HEADERS
-/// without END_HEADERS), each get GOAWAY and a close.
+/// nothing after its preface is closed by `idle_timeout`; one that stops in the middle of a
+/// header block (HEADERS without END_HEADERS) by `header_read_timeout`, as a partial HTTP/1
+/// head is (it waited for the idle timeout, six times longer by default). Each gets GOAWAY
+/// and a close.
 #[test]
 fn a_silent_client_is_closed_by_the_timeouts() {
-    let config = Config {
-        idle_timeout: std::time::Duration::from_secs(1),
-        header_read_timeout: std::time::Duration::from_secs(1),
-        ..Config::default()
-    };
-    let server = common::start_with(1, config, app());
-    for tail in [vec![], frame(HEADERS, END_STREAM, 1, &request_block(false))] {
+    let long = std::time::Duration::from_secs(600);
+    let short = std::time::Duration::from_secs(1);
+    let cases = [
+        (short, long, vec![]),
+        (
+            long,
+            short,
+            frame(HEADERS, END_STREAM, 1, &request_block(false)),
+        ),
+        // A HEADERS frame cut short.
+        (
+            long,
+            short,
+            frame(HEADERS, END_STREAM | END_HEADERS, 1, &request_block(false))[..12].to_vec(),
+        ),
+    ];
+    for (idle_timeout, header_read_timeout, tail) in cases {
+        let config = Config {
+            idle_timeout,
+            header_read_timeout,
+            ..Config::default()
+        };
+        let server = common::start_with(1, config, app());
         let mut stream = TcpStream::connect(server.addr()).unwrap();
         let mut bytes = client_start();
         bytes.extend(tail);

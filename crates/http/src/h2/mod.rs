@@ -111,6 +111,9 @@ struct Driver<C, F> {
     idle_since: Option<Instant>,
     /// Since when output has been waiting for the socket.
     write_since: Option<Instant>,
+    /// Since when a header block has been arriving: it must be whole within
+    /// `header_read_timeout`, as an HTTP/1 head must.
+    block_since: Option<Instant>,
     /// The write side is shut (closing, after the last GOAWAY).
     shut_down: bool,
 }
@@ -193,6 +196,7 @@ where
             started: now,
             idle_since: Some(now),
             write_since: None,
+            block_since: None,
             shut_down: false,
             worker,
         }
@@ -263,7 +267,14 @@ where
         loop {
             match self.conn.poll(&mut self.read, &mut self.out) {
                 Ok(Some(event)) => self.on_event(event, cx),
-                Ok(None) => return,
+                Ok(None) => {
+                    if !self.conn.receiving_header_block(&self.read) {
+                        self.block_since = None;
+                    } else if self.block_since.is_none() {
+                        self.block_since = Some(Instant::now());
+                    }
+                    return;
+                }
                 Err(_) => {
                     self.phase = Phase::Closing(Instant::now());
                     self.drop_tasks();
@@ -561,6 +572,7 @@ where
             consider(self.idle_since.map(|t| t + config.idle_timeout));
         }
         consider(self.write_since.map(|t| t + config.write_timeout));
+        consider(self.block_since.map(|t| t + config.header_read_timeout));
         if let Phase::Closing(at) = self.phase {
             consider(Some(at + CALM_DOWN));
         }
@@ -601,6 +613,14 @@ where
         }
         if !self.conn.handshake_done() && now >= self.started + config.header_read_timeout {
             self.phase = Phase::Gone;
+            return;
+        }
+        if passed(self.block_since, config.header_read_timeout) {
+            // A head that never ends holds the whole connection (no other frame may come
+            // between its pieces): close it.
+            self.conn.abort(Reason::NO_ERROR, &mut self.out);
+            self.phase = Phase::Closing(now);
+            self.drop_tasks();
             return;
         }
         if self.phase == Phase::Serving && passed(self.idle_since, config.idle_timeout) {
