@@ -290,3 +290,82 @@ fn a_silent_client_is_closed_by_the_timeouts() {
         );
     }
 }
+
+/// Streams beyond the advertised `SETTINGS_MAX_CONCURRENT_STREAMS` are refused
+/// (RST_STREAM REFUSED_STREAM) while the ones within it keep running; once one ends, a new
+/// stream is taken again.
+#[test]
+fn streams_over_the_advertised_limit_are_refused() {
+    let config = Config {
+        h2_max_concurrent_streams: 10,
+        ..Config::default()
+    };
+    let server = common::start_with(1, config, app());
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    stream.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    let mut bytes = client_start();
+    for i in 0..15u32 {
+        bytes.extend(frame(
+            HEADERS,
+            END_STREAM | END_HEADERS,
+            1 + 2 * i,
+            &slow_block(),
+        ));
+    }
+    stream.write_all(&bytes).unwrap();
+    // Streams 21..=29 are refused; 1..=19 still run.
+    let mut buf = Vec::new();
+    let mut refused = Vec::new();
+    while refused.len() < 5 {
+        let (kind, _, id, payload) = next_frame(&mut stream, &mut buf);
+        assert_ne!(kind, GOAWAY);
+        if kind == RST_STREAM {
+            assert_eq!(payload, 7u32.to_be_bytes(), "REFUSED_STREAM");
+            refused.push(id);
+        }
+    }
+    assert_eq!(refused, [21, 23, 25, 27, 29]);
+    // The client resets one running stream: a new one fits, and is answered.
+    let mut bytes = frame(RST_STREAM, 0, 1, &8u32.to_be_bytes());
+    bytes.extend(frame(
+        HEADERS,
+        END_STREAM | END_HEADERS,
+        31,
+        &request_block(false),
+    ));
+    stream.write_all(&bytes).unwrap();
+    let mut body = Vec::new();
+    loop {
+        let (kind, flags, id, payload) = next_frame(&mut stream, &mut buf);
+        assert!(kind != RST_STREAM && kind != GOAWAY, "frame {kind} on {id}");
+        if kind == DATA && id == 31 {
+            body.extend_from_slice(&payload);
+            if flags & END_STREAM != 0 {
+                break;
+            }
+        }
+    }
+    assert_eq!(body, b"Hello, World!");
+}
+
+/// The next whole frame from `stream` (`buf` keeps what was read beyond it): kind, flags,
+/// stream id, payload.
+fn next_frame(stream: &mut TcpStream, buf: &mut Vec<u8>) -> (u8, u8, u32, Vec<u8>) {
+    use std::io::Read;
+    loop {
+        if buf.len() >= 9 {
+            let len =
+                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
+            if buf.len() >= 9 + len {
+                let id = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
+                let f = (buf[3], buf[4], id, buf[9..9 + len].to_vec());
+                buf.drain(..9 + len);
+                return f;
+            }
+        }
+        let mut chunk = [0u8; 16 * 1024];
+        let n = stream.read(&mut chunk).expect("reading frames (hung?)");
+        assert!(n > 0, "the server closed the connection");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
