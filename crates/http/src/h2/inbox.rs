@@ -104,14 +104,12 @@ where
     }
 }
 
-/// A body dropped with chunks unread gives their window back (the connection takes it on its
-/// next pass).
+/// A body dropped with chunks unread wakes the connection, which drains them and gives their
+/// window back (`Driver::pump`).
 impl Drop for H2Body {
     fn drop(&mut self) {
-        let mut inbox = self.inbox.borrow_mut();
-        let unread: usize = inbox.chunks.drain(..).map(|c| c.len()).sum();
-        if unread > 0 {
-            inbox.consumed += unread;
+        let inbox = self.inbox.borrow();
+        if !inbox.chunks.is_empty() {
             inbox.conn.wake_by_ref();
         }
     }

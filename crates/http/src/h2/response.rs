@@ -3,6 +3,7 @@
 //! DATA frame with END_STREAM.
 
 use std::future::Future;
+use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -126,7 +127,15 @@ where
             }
             let mut task = std::mem::replace(&mut self.tasks[i], Task::placeholder());
             if let Some(inbox) = &task.inbox {
-                let consumed = std::mem::take(&mut inbox.borrow_mut().consumed);
+                let dropped = Rc::strong_count(inbox) == 1;
+                let mut inbox = inbox.borrow_mut();
+                if dropped {
+                    // The handler dropped the body with chunks unread: they are drained.
+                    let unread: usize = inbox.chunks.drain(..).map(|c| c.len()).sum();
+                    task.drained += unread as u64;
+                    inbox.consumed += unread;
+                }
+                let consumed = std::mem::take(&mut inbox.consumed);
                 self.conn.release(task.id, consumed, &mut self.out);
             }
             self.pump_task(&mut task, Some(cx));
