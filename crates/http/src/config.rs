@@ -20,15 +20,18 @@ pub struct Config {
     /// Largest request body: 413 beyond (at once for a declared `Content-Length`, when the
     /// limit is crossed for chunked bodies). Default 16 MiB.
     pub max_body_bytes: u64,
-    /// A request head must arrive within this time of its first byte: 408 otherwise. Stops
-    /// slowloris clients from holding a connection. Default 10 s.
+    /// A request head must arrive within this time of its first byte: 408 otherwise (on
+    /// HTTP/2, a header block not whole by then closes the connection with GOAWAY; the TLS
+    /// handshake and the HTTP/2 preface are bounded by it too). Stops slowloris clients from
+    /// holding a connection. Default 10 s.
     pub header_read_timeout: Duration,
     /// An idle keep-alive connection is closed after this long. Default 60 s.
     pub idle_timeout: Duration,
     /// Longest wait for the next piece of a request body: 408 otherwise. Default 30 s.
     pub body_read_timeout: Duration,
     /// Longest wait for the client to take response bytes; the connection is closed
-    /// otherwise. Default 30 s.
+    /// otherwise (on HTTP/2, a response that waits this long for flow-control window resets
+    /// its stream). Default 30 s.
     pub write_timeout: Duration,
     /// Open connections per worker; accepting pauses at the limit. Default 10,000.
     pub max_connections_per_worker: usize,

@@ -183,3 +183,189 @@ fn provoked_resets_get_goaway() {
         })
     });
 }
+
+/// Reads frames until RST_STREAM on `stream` or GOAWAY (its frame type and code), or `None`
+/// if the connection closed without either. Panics (hang guard) if the server never acts.
+fn read_until_reset_or_goaway(stream: &mut TcpStream, id: u32) -> Option<(u8, u32)> {
+    use std::io::Read;
+    stream.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        while buf.len() >= 9 {
+            let len =
+                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
+            if buf.len() < 9 + len {
+                break;
+            }
+            let kind = buf[3];
+            let on = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
+            let p = &buf[9..9 + len];
+            if kind == RST_STREAM && on == id {
+                return Some((kind, u32::from_be_bytes([p[0], p[1], p[2], p[3]])));
+            }
+            if kind == GOAWAY {
+                return Some((kind, u32::from_be_bytes([p[4], p[5], p[6], p[7]])));
+            }
+            buf.drain(..9 + len);
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if common::is_reset(&e) => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => panic!("reading frames (the server never gave up on the stream?): {e}"),
+        }
+    }
+}
+
+/// A client that opens a stream and never gives the server window to answer on it (slow
+/// read with flow control, CVE-2019-9517's shape) held the stream, its response and the
+/// connection for ever: no byte waited for the socket, so the write timeout never ran. A
+/// response that waits for window longer than `write_timeout` now resets its stream.
+#[test]
+fn a_response_stalled_on_a_zero_window_is_reset() {
+    let config = Config {
+        write_timeout: std::time::Duration::from_secs(1),
+        ..Config::default()
+    };
+    let server = common::start_with(1, config, app());
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    let mut bytes = PREFACE.to_vec();
+    // SETTINGS_INITIAL_WINDOW_SIZE = 0: no response body may be sent until WINDOW_UPDATE.
+    bytes.extend(frame(SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 0]));
+    bytes.extend(frame(
+        HEADERS,
+        END_STREAM | END_HEADERS,
+        1,
+        &request_block(false),
+    ));
+    stream.write_all(&bytes).unwrap();
+    // The client keeps the connection open and never sends WINDOW_UPDATE.
+    let got = read_until_reset_or_goaway(&mut stream, 1);
+    assert_eq!(
+        got,
+        Some((RST_STREAM, 0x8)),
+        "RST_STREAM CANCEL on stream 1"
+    );
+}
+
+/// A client that goes silent holds its connection no longer than the timeouts: one that sends
+/// nothing after its preface is closed by `idle_timeout`; one that stops in the middle of a
+/// header block (HEADERS without END_HEADERS) by `header_read_timeout`, as a partial HTTP/1
+/// head is (it waited for the idle timeout, six times longer by default). Each gets GOAWAY
+/// and a close.
+#[test]
+fn a_silent_client_is_closed_by_the_timeouts() {
+    let long = std::time::Duration::from_secs(600);
+    let short = std::time::Duration::from_secs(1);
+    let cases = [
+        (short, long, vec![]),
+        (
+            long,
+            short,
+            frame(HEADERS, END_STREAM, 1, &request_block(false)),
+        ),
+        // A HEADERS frame cut short.
+        (
+            long,
+            short,
+            frame(HEADERS, END_STREAM | END_HEADERS, 1, &request_block(false))[..12].to_vec(),
+        ),
+    ];
+    for (idle_timeout, header_read_timeout, tail) in cases {
+        let config = Config {
+            idle_timeout,
+            header_read_timeout,
+            ..Config::default()
+        };
+        let server = common::start_with(1, config, app());
+        let mut stream = TcpStream::connect(server.addr()).unwrap();
+        let mut bytes = client_start();
+        bytes.extend(tail);
+        stream.write_all(&bytes).unwrap();
+        assert!(
+            read_until_goaway(&mut stream).is_some(),
+            "GOAWAY, then close"
+        );
+    }
+}
+
+/// Streams beyond the advertised `SETTINGS_MAX_CONCURRENT_STREAMS` are refused
+/// (RST_STREAM REFUSED_STREAM) while the ones within it keep running; once one ends, a new
+/// stream is taken again.
+#[test]
+fn streams_over_the_advertised_limit_are_refused() {
+    let config = Config {
+        h2_max_concurrent_streams: 10,
+        ..Config::default()
+    };
+    let server = common::start_with(1, config, app());
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    stream.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    let mut bytes = client_start();
+    for i in 0..15u32 {
+        bytes.extend(frame(
+            HEADERS,
+            END_STREAM | END_HEADERS,
+            1 + 2 * i,
+            &slow_block(),
+        ));
+    }
+    stream.write_all(&bytes).unwrap();
+    // Streams 21..=29 are refused; 1..=19 still run.
+    let mut buf = Vec::new();
+    let mut refused = Vec::new();
+    while refused.len() < 5 {
+        let (kind, _, id, payload) = next_frame(&mut stream, &mut buf);
+        assert_ne!(kind, GOAWAY);
+        if kind == RST_STREAM {
+            assert_eq!(payload, 7u32.to_be_bytes(), "REFUSED_STREAM");
+            refused.push(id);
+        }
+    }
+    assert_eq!(refused, [21, 23, 25, 27, 29]);
+    // The client resets one running stream: a new one fits, and is answered.
+    let mut bytes = frame(RST_STREAM, 0, 1, &8u32.to_be_bytes());
+    bytes.extend(frame(
+        HEADERS,
+        END_STREAM | END_HEADERS,
+        31,
+        &request_block(false),
+    ));
+    stream.write_all(&bytes).unwrap();
+    let mut body = Vec::new();
+    loop {
+        let (kind, flags, id, payload) = next_frame(&mut stream, &mut buf);
+        assert!(kind != RST_STREAM && kind != GOAWAY, "frame {kind} on {id}");
+        if kind == DATA && id == 31 {
+            body.extend_from_slice(&payload);
+            if flags & END_STREAM != 0 {
+                break;
+            }
+        }
+    }
+    assert_eq!(body, b"Hello, World!");
+}
+
+/// The next whole frame from `stream` (`buf` keeps what was read beyond it): kind, flags,
+/// stream id, payload.
+fn next_frame(stream: &mut TcpStream, buf: &mut Vec<u8>) -> (u8, u8, u32, Vec<u8>) {
+    use std::io::Read;
+    loop {
+        if buf.len() >= 9 {
+            let len =
+                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
+            if buf.len() >= 9 + len {
+                let id = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
+                let f = (buf[3], buf[4], id, buf[9..9 + len].to_vec());
+                buf.drain(..9 + len);
+                return f;
+            }
+        }
+        let mut chunk = [0u8; 16 * 1024];
+        let n = stream.read(&mut chunk).expect("reading frames (hung?)");
+        assert!(n > 0, "the server closed the connection");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}

@@ -37,6 +37,7 @@ struct Gate {
 }
 
 fn app(gate: Arc<Gate>) -> Router {
+    let drop_gate = gate.clone();
     Router::new()
         .route("/", route_get(|_req| async { "Hello, World!" }))
         .route(
@@ -59,6 +60,51 @@ fn app(gate: Arc<Gate>) -> Router {
                     len += chunk.len();
                 }
                 Ok::<_, volt_http::Error>(format!("{len} {sum}"))
+            }),
+        )
+        .route(
+            "/first-chunk",
+            post(|mut req: Request| async move {
+                let first = req.body_mut().chunk().await?.map_or(0, |c| c.len());
+                Ok::<_, volt_http::Error>(format!("{}", first > 0))
+            }),
+        )
+        .route(
+            "/hop-by-hop",
+            route_get(|_req| async {
+                let mut trailers = http::HeaderMap::new();
+                trailers.insert("x-sum", "1".parse().unwrap());
+                trailers.insert("connection", "close".parse().unwrap());
+                trailers.insert("te", "gzip".parse().unwrap());
+                Response::text(Body::from("ok").with_trailers(trailers))
+                    .with_header("connection", "close")
+                    .with_header("keep-alive", "timeout=5")
+                    .with_header("proxy-connection", "keep-alive")
+                    .with_header("transfer-encoding", "chunked")
+                    .with_header("upgrade", "h2c")
+                    .with_header("te", "gzip")
+                    .with_header("x-kept", "yes")
+            }),
+        )
+        .route(
+            "/no-content",
+            route_get(|_req| async {
+                Response::new(http::StatusCode::NO_CONTENT).with_body(Body::from("dropped"))
+            }),
+        )
+        .route(
+            "/drop-body-then-wait",
+            post(move |mut req: Request| {
+                let gate = drop_gate.clone();
+                async move {
+                    let _ = req.body_mut().chunk().await;
+                    drop(req);
+                    gate.started.store(true, Ordering::SeqCst);
+                    while !gate.release.load(Ordering::SeqCst) {
+                        volt_rt::time::sleep(std::time::Duration::from_millis(5)).await;
+                    }
+                    "finished"
+                }
             }),
         )
         .route(
@@ -146,6 +192,20 @@ fn h2c_prior_knowledge_serves_the_router() {
     });
     // The same port still speaks HTTP/1.
     assert!(server.get("/").starts_with("HTTP/1.1 200 OK"));
+    // `Upgrade: h2c` is not supported: the request is answered over HTTP/1.1, not with 101,
+    // and the connection stays HTTP/1.
+    let mut c = server.connect();
+    let upgrade = "GET / HTTP/1.1\r\nHost: t\r\nConnection: Upgrade, HTTP2-Settings\r\n\
+                   Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n";
+    for _ in 0..2 {
+        c.send(upgrade.as_bytes());
+        let r = c.read_response();
+        assert_eq!(
+            (r.status, r.body_text()),
+            (200, "Hello, World!".to_string())
+        );
+        assert_eq!(r.header("upgrade"), None);
+    }
 }
 
 #[test]
@@ -174,6 +234,226 @@ fn large_bodies_both_ways_under_flow_control() {
         let trailers = r.trailers.expect("trailers after the streamed body");
         assert_eq!(trailers["x-sent"], BIG.to_string().as_str());
     });
+}
+
+/// Connection-specific fields a handler sets are not sent (RFC 9113 §8.2.2: a client must
+/// treat a response with them as malformed), in the head or in trailers; nor is a body on HEAD
+/// or on 204.
+#[test]
+fn connection_specific_fields_and_bodiless_responses() {
+    let (server, _) = start(Config::default());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let mut client = connect_h2c(addr).await;
+        let r = send(&mut client, get("/hop-by-hop"), Bytes::new()).await;
+        assert_eq!((r.status, r.text()), (200, "ok".to_string()));
+        assert_eq!(r.headers["x-kept"], "yes");
+        for name in [
+            "connection",
+            "keep-alive",
+            "proxy-connection",
+            "upgrade",
+            "te",
+        ] {
+            assert!(!r.headers.contains_key(name), "{name} sent");
+        }
+        let trailers = r.trailers.expect("trailers");
+        assert_eq!(trailers["x-sum"], "1");
+        assert!(!trailers.contains_key("connection") && !trailers.contains_key("te"));
+
+        let head = http::Request::head("http://t/").body(()).unwrap();
+        let r = send(&mut client, head, Bytes::new()).await;
+        assert_eq!((r.status, r.body.len()), (200, 0));
+        assert_eq!(r.headers["content-length"], "13");
+        let r = send(&mut client, get("/no-content"), Bytes::new()).await;
+        assert_eq!((r.status, r.body.len()), (204, 0));
+        assert!(!r.headers.contains_key("content-length"));
+    });
+}
+
+/// A request body over `max_body_bytes` is answered 413, whether its `content-length` says
+/// so at once or the DATA only shows it; a body that disagrees with its `content-length` is a
+/// stream error (RFC 9113 §8.1.1). The connection goes on serving.
+#[test]
+fn body_limits_and_content_length_on_http2() {
+    let config = Config {
+        max_body_bytes: 1000,
+        ..Config::default()
+    };
+    let (server, _) = start(config);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let mut client = connect_h2c(addr).await;
+        let big = Bytes::from(vec![1u8; 5000]);
+        let declared = http::Request::post("http://t/count")
+            .header("content-length", "5000")
+            .body(())
+            .unwrap();
+        let r = send(&mut client, declared, big.clone()).await;
+        assert_eq!(r.status, 413, "{}", r.text());
+        let undeclared = http::Request::post("http://t/count").body(()).unwrap();
+        let r = send(&mut client, undeclared, big).await;
+        assert_eq!(r.status, 413, "{}", r.text());
+
+        // content-length 10, 20 bytes sent.
+        let mut ready = client.clone().ready().await.unwrap();
+        let wrong = http::Request::post("http://t/count")
+            .header("content-length", "10")
+            .body(())
+            .unwrap();
+        let (response, mut stream) = ready.send_request(wrong, false).unwrap();
+        stream.send_data(Bytes::from(vec![2u8; 20]), true).unwrap();
+        let err = response.await.expect_err("a stream error, not a response");
+        assert_eq!(err.reason(), Some(h2::Reason::PROTOCOL_ERROR), "{err}");
+
+        let r = send(&mut client, get("/"), Bytes::new()).await;
+        assert_eq!(r.text(), "Hello, World!");
+    });
+}
+
+/// A handler that drops its request body and goes on working must not keep the body's
+/// connection window: DATA the client sends meanwhile went into the dropped body's inbox and
+/// its window stayed taken until the handler finished, stalling every other stream.
+#[test]
+fn a_body_dropped_by_a_running_handler_leaves_the_connection_window() {
+    let config = Config {
+        h2_initial_stream_window: 65_535,
+        h2_initial_connection_window: 65_535,
+        ..Config::default()
+    };
+    let (server, gate) = start(config);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = connect_h2c(addr).await;
+        let mut ready = client.clone().ready().await.unwrap();
+        let req = http::Request::post("http://t/drop-body-then-wait")
+            .body(())
+            .unwrap();
+        let (waiting, mut stream) = ready.send_request(req, false).unwrap();
+        send_body(&mut stream, Bytes::from(vec![1u8; 1024])).await;
+        while !gate.started.load(Ordering::SeqCst) {
+            volt_rt::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        // The handler dropped the body: the client fills the stream's window all the same.
+        send_body(&mut stream, Bytes::from(vec![1u8; 65_535])).await;
+        // Another stream needs connection window the dropped body took.
+        let mut other = client.clone();
+        let req = http::Request::post("http://t/count").body(()).unwrap();
+        let body = Bytes::from(vec![7u8; 32 * 1024]);
+        let r = volt_rt::time::timeout(common::HANG_GUARD, send(&mut other, req, body))
+            .await
+            .expect("the other stream stalled: the dropped body kept the connection window");
+        assert_eq!(r.status, 200);
+        gate.release.store(true, Ordering::SeqCst);
+        stream.send_data(Bytes::new(), true).unwrap();
+        assert_eq!(read_response(waiting).await.text(), "finished");
+    });
+}
+
+/// A request body that stops arriving is answered 408 after `body_read_timeout`, on its
+/// stream only.
+#[test]
+fn a_stalled_request_body_times_out() {
+    let config = Config {
+        body_read_timeout: std::time::Duration::from_secs(1),
+        ..Config::default()
+    };
+    let (server, _) = start(config);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = connect_h2c(addr).await;
+        let mut ready = client.clone().ready().await.unwrap();
+        let req = http::Request::post("http://t/count").body(()).unwrap();
+        let (response, mut stream) = ready.send_request(req, false).unwrap();
+        send_body(&mut stream, Bytes::from_static(b"a start")).await;
+        let r = read_response(response).await;
+        assert_eq!(r.status, 408, "{}", r.text());
+        let mut other = client.clone();
+        let r = send(&mut other, get("/"), Bytes::new()).await;
+        assert_eq!(r.text(), "Hello, World!");
+    });
+}
+
+/// A streamed response to a client whose window is larger than the server's output mark: the
+/// pump stopped at the mark with the chunk sent and the body not polled again, and said
+/// nothing, so once the socket took the output nothing woke the connection and the response
+/// stalled after its first 64 KiB (until the client happened to send a frame).
+#[test]
+fn a_streamed_response_under_a_large_client_window_does_not_stall() {
+    let (server, _) = start(Config::default());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let tcp = volt_rt::net::TcpStream::connect(addr).await.unwrap();
+        let (client, conn) = h2::client::Builder::new()
+            .initial_window_size(32 << 20)
+            .initial_connection_window_size(32 << 20)
+            .handshake::<_, Bytes>(tcp)
+            .await
+            .expect("HTTP/2 handshake");
+        volt_rt::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut client = client;
+        let r = volt_rt::time::timeout(
+            common::HANG_GUARD,
+            send(&mut client, get("/big"), Bytes::new()),
+        )
+        .await
+        .expect("the streamed response stalled");
+        assert_eq!(r.body.len(), BIG);
+    });
+}
+
+/// Every request body byte the client sent comes back as connection window, whether the
+/// handler read the body to its end or stopped after a chunk: the window the last chunks took
+/// was lost when the stream ended with its response, so after a few uploads the connection
+/// window was gone and every stream on the connection stalled.
+#[test]
+fn request_bodies_give_back_the_connection_window() {
+    let config = Config {
+        h2_initial_stream_window: 65_535,
+        h2_initial_connection_window: 65_535,
+        ..Config::default()
+    };
+    let (server, _) = start(config);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let mut client = connect_h2c(addr).await;
+        let body = Bytes::from(vec![7u8; 16 * 1024]);
+        // 40 bodies of 16 KiB: ten times the connection window.
+        for i in 0..40 {
+            let path = if i % 2 == 0 { "/count" } else { "/first-chunk" };
+            let req = http::Request::post(format!("http://t{path}"))
+                .body(())
+                .unwrap();
+            let r = volt_rt::time::timeout(common::HANG_GUARD, send_ended(&mut client, req, &body))
+                .await
+                .unwrap_or_else(|_| panic!("request {i} stalled: the connection window is gone"));
+            assert_eq!(r.status, 200, "request {i}");
+        }
+    });
+}
+
+/// Sends `req` with `body` in DATA frames the last of which ends the stream (once the window
+/// allows the whole body), and reads the response.
+async fn send_ended(
+    client: &mut SendRequest<Bytes>,
+    req: http::Request<()>,
+    body: &Bytes,
+) -> h2common::H2Response {
+    let mut client = client.clone().ready().await.expect("connection ready");
+    let (response, mut stream) = client
+        .send_request(req, false)
+        .expect("sending the request");
+    stream.reserve_capacity(body.len());
+    while stream.capacity() < body.len() {
+        std::future::poll_fn(|cx| stream.poll_capacity(cx))
+            .await
+            .expect("stream open")
+            .expect("capacity");
+    }
+    stream.send_data(body.clone(), true).expect("sending data");
+    read_response(response).await
 }
 
 #[test]

@@ -238,3 +238,61 @@ fn shutdown_closes_an_idle_tls_connection() {
     }
     server.join().expect("serve returned Ok");
 }
+
+/// HTTP/1 over TLS keeps the connection and answers pipelined requests in order: three
+/// requests in one write (one TLS record), then one more on the same session.
+#[test]
+fn http1_over_tls_keep_alive_and_pipelining() {
+    let certs = certs();
+    let server = start(&certs);
+    let config = client_config(&[&certs.a.2], &[b"http/1.1"]);
+    let mut tls = tls_connect(server.addr(), config, "a.test").unwrap();
+    let one = "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n";
+    tls.write_all(one.repeat(3).as_bytes()).unwrap();
+    let body = "hello over HTTP/1.1";
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while got
+        .windows(body.len())
+        .filter(|w| *w == body.as_bytes())
+        .count()
+        < 3
+    {
+        let n = tls
+            .read(&mut buf)
+            .expect("three answers on the kept connection");
+        assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got);
+    assert_eq!(text.matches("HTTP/1.1 200 OK\r\n").count(), 3, "{text}");
+    assert!(text.ends_with(body), "{text}");
+    assert!(http1_get(&mut tls).ends_with(body));
+}
+
+/// A client that stops in the middle of its handshake (half a client hello, then silence) is
+/// closed once `header_read_timeout` passed, and meanwhile others are served.
+#[test]
+fn a_handshake_that_stops_midway_times_out() {
+    let certs = certs();
+    let tls =
+        TlsConfig::new(CertKey::from_pem(certs.a.0.as_bytes(), certs.a.1.as_bytes()).unwrap())
+            .build()
+            .unwrap();
+    let app = Router::new().route("/", route_get(|_req: Request| async { "hi" }));
+    let config = Config {
+        header_read_timeout: std::time::Duration::from_secs(1),
+        ..Config::default()
+    };
+    let server = common::start_tls(1, config, tls, app);
+    let addr = server.addr();
+    let mut stalled = server_raw(addr);
+    // A handshake record announcing 512 bytes, of which 5 arrive.
+    stalled.send(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03]);
+    let config = client_config(&[&certs.a.2], &[b"http/1.1"]);
+    let mut other = tls_connect(addr, config, "a.test").unwrap();
+    assert!(http1_get(&mut other).ends_with("hi"));
+    // Closed by the server (the client's read guard is far longer than the timeout).
+    let rest = stalled.read_to_end();
+    assert!(rest.len() < 64, "expected a close, got {rest:?}");
+}

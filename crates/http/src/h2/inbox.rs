@@ -62,7 +62,7 @@ where
         };
         let task = &mut self.tasks[i];
         match &task.inbox {
-            Some(inbox) if task.handler.is_some() || Rc::strong_count(inbox) > 1 => {
+            Some(inbox) if Rc::strong_count(inbox) > 1 => {
                 let mut inbox = inbox.borrow_mut();
                 if !data.is_empty() {
                     inbox.chunks.push_back(data);
@@ -71,6 +71,15 @@ where
                     inbox.end = BodyEnd::Ended;
                 }
                 inbox.wake_reader();
+            }
+            // The handler dropped the body and works on: the bytes go, and their connection
+            // window comes back at once (other streams must not stall on them); the stream's
+            // own stays closed until the response is done, as HTTP/1 reads nothing meanwhile.
+            Some(_) if task.handler.is_some() => {
+                task.drained += data.len() as u64;
+                task.withheld += data.len();
+                self.conn
+                    .release_connection_window(data.len(), &mut self.out);
             }
             _ => {
                 task.drained += data.len() as u64;
@@ -91,6 +100,17 @@ where
                 inbox.wake_reader();
             }
             self.settle(id);
+        }
+    }
+}
+
+/// A body dropped with chunks unread wakes the connection, which drains them and gives their
+/// window back (`Driver::pump`).
+impl Drop for H2Body {
+    fn drop(&mut self) {
+        let inbox = self.inbox.borrow();
+        if !inbox.chunks.is_empty() {
+            inbox.conn.wake_by_ref();
         }
     }
 }

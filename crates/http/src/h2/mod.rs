@@ -111,6 +111,9 @@ struct Driver<C, F> {
     idle_since: Option<Instant>,
     /// Since when output has been waiting for the socket.
     write_since: Option<Instant>,
+    /// Since when a header block has been arriving: it must be whole within
+    /// `header_read_timeout`, as an HTTP/1 head must.
+    block_since: Option<Instant>,
     /// The write side is shut (closing, after the last GOAWAY).
     shut_down: bool,
 }
@@ -142,6 +145,12 @@ struct Task<F> {
     drained: u64,
     /// Draining gives up (resetting the stream) at this time.
     drain_deadline: Option<Instant>,
+    /// Body bytes discarded while the handler ran without its body, whose stream window is
+    /// not given back yet.
+    withheld: usize,
+    /// Since when response data has been waiting for flow-control window the client does not
+    /// give: the write timeout counts from there, as for bytes the socket does not take.
+    stalled_since: Option<Instant>,
 }
 
 /// Wakes the connection task and marks its stream's handler as worth polling.
@@ -187,6 +196,7 @@ where
             started: now,
             idle_since: Some(now),
             write_since: None,
+            block_since: None,
             shut_down: false,
             worker,
         }
@@ -200,8 +210,11 @@ where
                 again |= self.poll_read(cx);
             }
             again |= self.poll_handlers();
-            again |= self.pump(cx);
+            let full = self.pump(cx);
             self.poll_write(cx);
+            // Output left over its mark: another pass only once the socket took it all (else
+            // the write's waker brings the connection back; looping would spin).
+            again |= full && self.out.is_empty();
             if self.phase == Phase::Draining && self.drained() {
                 self.phase = Phase::Closing(Instant::now());
             }
@@ -254,7 +267,14 @@ where
         loop {
             match self.conn.poll(&mut self.read, &mut self.out) {
                 Ok(Some(event)) => self.on_event(event, cx),
-                Ok(None) => return,
+                Ok(None) => {
+                    if !self.conn.receiving_header_block(&self.read) {
+                        self.block_since = None;
+                    } else if self.block_since.is_none() {
+                        self.block_since = Some(Instant::now());
+                    }
+                    return;
+                }
                 Err(_) => {
                     self.phase = Phase::Closing(Instant::now());
                     self.drop_tasks();
@@ -320,6 +340,8 @@ where
             out: Outgoing::Waiting,
             drained: 0,
             drain_deadline: None,
+            withheld: 0,
+            stalled_since: None,
         };
         let response = match to_request(head, inbox, self.remote, config) {
             Err(e) => e.into_response(),
@@ -383,6 +405,13 @@ where
         // The client is still sending a body nobody reads: drain it, for a while.
         if task.drain_deadline.is_none() {
             task.drain_deadline = Some(Instant::now() + self.worker.config.body_read_timeout);
+            let withheld = std::mem::take(&mut task.withheld);
+            if task.drained > self.worker.config.max_drain_bytes {
+                self.conn.reset(task.id, Reason::CANCEL, &mut self.out);
+                return true;
+            }
+            self.conn
+                .release_stream_window(task.id, withheld, &mut self.out);
             if let Some(inbox) = &task.inbox {
                 let mut inbox = inbox.borrow_mut();
                 let unread: usize = inbox.chunks.drain(..).map(|c| c.len()).sum();
@@ -398,6 +427,12 @@ where
     fn retire(&mut self, mut task: Task<F>) {
         if let Some(inbox) = task.inbox.take() {
             let mut inbox = inbox.borrow_mut();
+            // The stream is over: the connection window of every byte the client sent on it
+            // comes back, read or not (unread chunks stay for a reader that still holds the
+            // body, as memory the stream's window bounded).
+            let unread: usize = inbox.chunks.iter().map(|c| c.len()).sum();
+            let taken = std::mem::take(&mut inbox.consumed);
+            self.conn.release(task.id, taken + unread, &mut self.out);
             if matches!(inbox.end, BodyEnd::Open) {
                 inbox.end = BodyEnd::Reset;
             }
@@ -537,11 +572,13 @@ where
             consider(self.idle_since.map(|t| t + config.idle_timeout));
         }
         consider(self.write_since.map(|t| t + config.write_timeout));
+        consider(self.block_since.map(|t| t + config.header_read_timeout));
         if let Phase::Closing(at) = self.phase {
             consider(Some(at + CALM_DOWN));
         }
         for task in &self.tasks {
             consider(task.drain_deadline);
+            consider(task.stalled_since.map(|t| t + config.write_timeout));
         }
         let Some(next) = next else { return false };
         if self.timer.deadline() > next {
@@ -578,12 +615,23 @@ where
             self.phase = Phase::Gone;
             return;
         }
+        if passed(self.block_since, config.header_read_timeout) {
+            // A head that never ends holds the whole connection (no other frame may come
+            // between its pieces): close it.
+            self.conn.abort(Reason::NO_ERROR, &mut self.out);
+            self.phase = Phase::Closing(now);
+            self.drop_tasks();
+            return;
+        }
         if self.phase == Phase::Serving && passed(self.idle_since, config.idle_timeout) {
             self.go_away();
         }
         let mut i = 0;
         while i < self.tasks.len() {
-            if self.tasks[i].drain_deadline.is_some_and(|d| now >= d) {
+            let task = &self.tasks[i];
+            if task.drain_deadline.is_some_and(|d| now >= d)
+                || passed(task.stalled_since, config.write_timeout)
+            {
                 let task = self.tasks.swap_remove(i);
                 self.conn.reset(task.id, Reason::CANCEL, &mut self.out);
                 self.retire(task);
@@ -625,6 +673,8 @@ impl<F> Task<F> {
             out: Outgoing::Done,
             drained: 0,
             drain_deadline: None,
+            withheld: 0,
+            stalled_since: None,
         }
     }
 }

@@ -3,7 +3,9 @@
 //! DATA frame with END_STREAM.
 
 use std::future::Future;
+use std::rc::Rc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use bytes::{Buf, Bytes};
 use http::header::HeaderName;
@@ -125,7 +127,15 @@ where
             }
             let mut task = std::mem::replace(&mut self.tasks[i], Task::placeholder());
             if let Some(inbox) = &task.inbox {
-                let consumed = std::mem::take(&mut inbox.borrow_mut().consumed);
+                let dropped = Rc::strong_count(inbox) == 1;
+                let mut inbox = inbox.borrow_mut();
+                if dropped {
+                    // The handler dropped the body with chunks unread: they are drained.
+                    let unread: usize = inbox.chunks.drain(..).map(|c| c.len()).sum();
+                    task.drained += unread as u64;
+                    inbox.consumed += unread;
+                }
+                let consumed = std::mem::take(&mut inbox.consumed);
                 self.conn.release(task.id, consumed, &mut self.out);
             }
             self.pump_task(&mut task, Some(cx));
@@ -137,7 +147,9 @@ where
                 i += 1;
             }
         }
-        false
+        // A streamed body stops at the mark without polling for more: the next pass, once
+        // the output is written, must come back to it.
+        self.out.len() >= FLUSH_AT
     }
 
     /// Sends what the windows allow of `task`'s response. A streamed body is polled for more
@@ -151,10 +163,10 @@ where
         match &mut task.out {
             Outgoing::Waiting | Outgoing::Done => {}
             Outgoing::Full { data, trailers } => {
-                let n = self
-                    .conn
-                    .send_data(id, data, trailers.is_none(), &mut self.out);
+                let n = self.send_some(id, data, trailers.is_none());
                 data.advance(n);
+                let blocked = !data.is_empty() && self.conn.send_capacity(id) == 0;
+                task.stalled_since = stalled(task.stalled_since, n, blocked);
                 if data.is_empty() {
                     let trailers = trailers.take();
                     self.finish_body(id, trailers);
@@ -171,8 +183,10 @@ where
                 let Some(cx) = cx else { return };
                 loop {
                     if !chunk.is_empty() {
-                        let n = self.conn.send_data(id, chunk, false, &mut self.out);
+                        let n = self.send_some(id, chunk, false);
                         chunk.advance(n);
+                        let blocked = !chunk.is_empty() && self.conn.send_capacity(id) == 0;
+                        task.stalled_since = stalled(task.stalled_since, n, blocked);
                         if !chunk.is_empty() || self.out.len() >= FLUSH_AT {
                             return;
                         }
@@ -203,6 +217,16 @@ where
         }
     }
 
+    /// Sends what the windows allow of `data`, but no more than fills the output to its mark:
+    /// a large body is not copied whole into the output under a large client window. `end`
+    /// ends the stream with the last byte of `data`.
+    fn send_some(&mut self, id: u32, data: &[u8], end: bool) -> usize {
+        let room = FLUSH_AT.saturating_sub(self.out.len());
+        let part = &data[..data.len().min(room)];
+        self.conn
+            .send_data(id, part, end && part.len() == data.len(), &mut self.out)
+    }
+
     /// Ends a response body: with the trailers, or an empty DATA frame with END_STREAM.
     fn finish_body(&mut self, id: u32, trailers: Option<Trailers>) {
         let Some(fields) = trailers.and_then(Trailers::take) else {
@@ -211,10 +235,22 @@ where
         };
         if let Some(mut block) = self.conn.headers(id, &mut self.out) {
             for (name, value) in &fields {
-                block.field(name.as_str().as_bytes(), value.as_bytes());
+                if !is_connection_specific(name) {
+                    block.field(name.as_str().as_bytes(), value.as_bytes());
+                }
             }
             block.finish(true);
         }
+    }
+}
+
+/// Since when a response has waited for window, after `sent` bytes went out and with
+/// `blocked` saying whether some are still waiting.
+fn stalled(since: Option<Instant>, sent: usize, blocked: bool) -> Option<Instant> {
+    match (blocked, since) {
+        (false, _) => None,
+        (true, Some(t)) if sent == 0 => Some(t),
+        (true, _) => Some(Instant::now()),
     }
 }
 
@@ -225,15 +261,20 @@ fn body_len(kind: &BodyKind) -> Option<u64> {
     }
 }
 
-/// Headers HTTP/2 forbids (connection-specific, RFC 9113 §8.2.2) or the server sets itself.
+/// Headers HTTP/2 forbids (connection-specific) or the server sets itself.
 fn is_managed(name: &HeaderName) -> bool {
-    use http::header::{CONNECTION, CONTENT_LENGTH, DATE, SERVER, TRANSFER_ENCODING, UPGRADE};
+    use http::header::{CONTENT_LENGTH, DATE, SERVER};
+    is_connection_specific(name) || *name == CONTENT_LENGTH || *name == DATE || *name == SERVER
+}
+
+/// Connection-specific fields, which a client must treat as malformed in a response or its
+/// trailers (RFC 9113 §8.2.2; `te` is for requests only).
+fn is_connection_specific(name: &HeaderName) -> bool {
+    use http::header::{CONNECTION, TE, TRANSFER_ENCODING, UPGRADE};
     *name == CONNECTION
         || *name == TRANSFER_ENCODING
         || *name == UPGRADE
-        || *name == CONTENT_LENGTH
-        || *name == DATE
-        || *name == SERVER
+        || *name == TE
         || name.as_str() == "keep-alive"
         || name.as_str() == "proxy-connection"
 }

@@ -93,11 +93,26 @@ impl Connection {
     /// Gives `n` bytes of window back to the client, on `stream` (while it may still send)
     /// and on the connection: call as the application consumes request body bytes.
     pub fn release(&mut self, stream: u32, n: usize, dst: &mut Vec<u8>) {
+        self.release_connection_window(n, dst);
+        self.release_stream_window(stream, n, dst);
+    }
+
+    /// The connection's part of [`Connection::release`] alone: for body bytes discarded while
+    /// their stream's window is to stay closed (backpressure on that stream only).
+    pub fn release_connection_window(&mut self, n: usize, dst: &mut Vec<u8>) {
+        let Ok(n) = u32::try_from(n) else { return };
+        if self.state != State::Closed {
+            self.release_connection(n, dst);
+        }
+    }
+
+    /// The stream's part of [`Connection::release`] alone (nothing once the client ended the
+    /// stream).
+    pub fn release_stream_window(&mut self, stream: u32, n: usize, dst: &mut Vec<u8>) {
         let Ok(n) = u32::try_from(n) else { return };
         if n == 0 || self.state == State::Closed {
             return;
         }
-        self.release_connection(n, dst);
         if let Some(i) = self.find(stream) {
             let s = &mut self.streams[i];
             if s.state != StreamState::HalfClosedRemote {

@@ -297,6 +297,19 @@ impl Connection {
         self.state == State::Open
     }
 
+    /// Whether a request head (or trailers) is arriving: a header block waits for its
+    /// CONTINUATION frames, or `input` (the bytes not consumed yet) starts a HEADERS or
+    /// CONTINUATION frame that is not whole.
+    pub fn receiving_header_block(&self, input: &[u8]) -> bool {
+        self.block.is_some()
+            || (self.state == State::Open
+                && input.len() >= 4
+                && matches!(
+                    Kind::from_byte(input[3]),
+                    Kind::Headers | Kind::Continuation
+                ))
+    }
+
     /// Whether a GOAWAY was sent (gracefully or for an error).
     pub fn is_going_away(&self) -> bool {
         self.goaway.is_some() || self.state == State::Closed
