@@ -42,6 +42,17 @@ impl Transport {
         }
     }
 
+    /// Makes the coming close a reset (`SO_LINGER` 0), for a response whose end the client
+    /// could not otherwise tell from a truncation.
+    pub(crate) fn reset_on_close(&self) {
+        let reset = Some(std::time::Duration::ZERO);
+        let _ = match self {
+            Transport::Tcp(s) => s.set_linger(reset),
+            Transport::Tls(s) => s.borrow().get_ref().0.set_linger(reset),
+            Transport::HandedOver => Ok(()),
+        };
+    }
+
     /// Ready when a read may make progress. Always ready for TLS: the session may hold
     /// decrypted bytes the socket no longer signals, and the read that follows waits with the
     /// same deadline anyway.

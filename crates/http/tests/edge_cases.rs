@@ -47,6 +47,10 @@ fn app() -> Router {
             get(|_req| async { Response::text(Body::stream(PanicAfter(0))) }),
         )
         .route(
+            "/failing-stream",
+            get(|_req| async { Response::text(Body::stream(FailAfter(2))) }),
+        )
+        .route(
             "/failing-sized-stream",
             get(|_req| async { Response::text(Body::sized_stream(100, FailAfter(1))) }),
         )
@@ -165,6 +169,36 @@ fn panicking_stream_in_a_pipeline_still_delivers_the_earlier_answers() {
         assert_eq!(server.get("/"), hi());
         server.shutdown();
     }
+}
+
+/// An HTTP/1.0 response of unknown length ends with the close: one cut short by a failing or
+/// panicking stream ends with a reset, not a clean close that would make it look whole. A
+/// complete one still ends cleanly.
+#[test]
+fn http10_stream_cut_short_ends_with_a_reset() {
+    let server = common::start(app());
+    for path in ["/failing-stream", "/panicking-stream"] {
+        let mut c = server.connect();
+        c.send(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes());
+        let (got, reset) = c.read_to_close();
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{path}: {text:?}");
+        assert!(
+            reset,
+            "{path}: a clean close after a body cut short: {text:?}"
+        );
+        if path == "/failing-stream" {
+            assert!(
+                text.ends_with("\r\n\r\npartpart"),
+                "what came before is lost: {text:?}"
+            );
+        }
+    }
+    let mut c = server.connect();
+    c.send(b"GET / HTTP/1.0\r\n\r\n");
+    let (got, reset) = c.read_to_close();
+    assert!(!reset, "{:?}", String::from_utf8_lossy(&got));
+    assert_eq!(server.get("/"), hi());
 }
 
 /// A sized stream that fails midway: the client gets fewer bytes than announced and a close,

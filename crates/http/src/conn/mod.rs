@@ -82,6 +82,10 @@ pub(crate) struct ConnIo {
     nagle: Cell<Nagle>,
     /// Cleartext, and no request yet: an HTTP/2 preface here switches to HTTP/2.
     h2_possible: Cell<bool>,
+    /// A response delimited by the close was cut short: what is buffered still goes out, but
+    /// the close is a reset, with no FIN or TLS `close_notify` before it (see
+    /// [`Transport::reset_on_close`]).
+    cut_short: Cell<bool>,
     /// Waiting for a request with nothing started: graceful shutdown aborts the task
     /// ([`Worker::shut_down`](crate::server::Worker)). Here, not in the worker's table of
     /// connections, whose entry for the connection was a line of its own set and cleared
@@ -118,6 +122,7 @@ pub(crate) fn new_conn(stream: Transport, remote: SocketAddr, worker: Rc<Worker>
         timer: RefCell::new(sleep_until(Instant::now())),
         remote,
         h2_possible,
+        cut_short: Cell::new(false),
         idle: Cell::new(false),
     })
 }

@@ -124,7 +124,7 @@ impl ConnIo {
     /// Closes a TLS session cleanly (see [`Transport::poll_close`]), unless writing already
     /// failed; bounded by the write timeout.
     pub(crate) async fn close(&self) {
-        if self.writable.get() {
+        if self.writable.get() && !self.cut_short.get() {
             let deadline = Instant::now() + self.worker.config.write_timeout;
             self.until(deadline, |io, cx| io.stream.poll_close(cx))
                 .await;
@@ -177,7 +177,7 @@ impl ConnIo {
                 break ready!(self.stream.poll_flush(cx)).is_ok();
             }
             let rest = &bytes[*written..];
-            let sent = match last {
+            let sent = match last && !self.cut_short.get() {
                 true => self.stream.poll_write_last(cx, rest),
                 false => self.stream.poll_write(cx, rest),
             };
@@ -269,7 +269,15 @@ impl ConnIo {
                         return false;
                     }
                 }
-                Some(Err(_)) => return false,
+                Some(Err(_)) => {
+                    // Ended by the close, a body cut short would look whole: the close is a
+                    // reset instead, and over TLS without `close_notify` (RFC 9112 §9.8).
+                    if let Framing::Close = framing {
+                        self.cut_short.set(true);
+                        self.stream.reset_on_close();
+                    }
+                    return false;
+                }
                 None => {
                     return match framing {
                         Framing::Chunked => {

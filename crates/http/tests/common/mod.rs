@@ -419,17 +419,22 @@ impl Client {
 
     /// Reads everything until the server closes (a reset also ends it).
     pub fn read_to_end(&mut self) -> Vec<u8> {
-        loop {
+        self.read_to_close().0
+    }
+
+    /// [`Client::read_to_end`], and whether the close was a reset (else a clean end).
+    pub fn read_to_close(&mut self) -> (Vec<u8>, bool) {
+        let reset = loop {
             match self.fill() {
-                Ok(0) => break,
+                Ok(0) => break false,
                 Ok(_) => {}
-                Err(e) if is_reset(&e) => break,
+                Err(e) if is_reset(&e) => break true,
                 Err(e) => panic!("reading until close: {e}"),
             }
-        }
+        };
         let rest = self.pending().to_vec();
         self.pos = self.buf.len();
-        rest
+        (rest, reset)
     }
 
     /// Waits up to `wait` for bytes, returning (and consuming) whatever arrived: empty if

@@ -200,6 +200,12 @@ impl Stream<Tcp> {
         Ok(sockopt::set_tcp_nodelay(self, on)?)
     }
 
+    /// Sets `SO_LINGER`. `Some(Duration::ZERO)` makes the close a reset (RST), which tells
+    /// the peer the stream was cut short rather than ended.
+    pub fn set_linger(&self, linger: Option<std::time::Duration>) -> io::Result<()> {
+        Ok(sockopt::set_socket_linger(self, linger)?)
+    }
+
     /// The remote address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         let addr = rustix::net::getpeername(self)?.ok_or(io::ErrorKind::NotConnected)?;
