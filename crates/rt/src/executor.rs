@@ -316,18 +316,18 @@ impl Core {
         // An aborted task is dropped unpolled: dropping its future reports the cancellation (see
         // `Completion`'s `Drop`). (`future` is `None` only if a panic escaped its last poll.)
         let aborted = task.header.aborted.load(Ordering::Acquire);
-        let running = if aborted { None } else { task.future.take() };
+        let mut running = if aborted { None } else { task.future.take() };
         drop(tasks);
-        if let Some((waker, mut future)) = running {
-            let mut cx = Context::from_waker(&waker);
+        if let Some((waker, future)) = &mut running {
+            let mut cx = Context::from_waker(waker);
             if future.as_mut().poll(&mut cx).is_pending() {
-                self.tasks.borrow_mut()[id.index()].future = Some((waker, future));
+                self.tasks.borrow_mut()[id.index()].future = running;
                 return;
             }
         }
         // Dropped outside the slab borrow: its destructor may spawn or touch the reactor.
         let task = self.tasks.borrow_mut().remove(id.index());
-        drop(task);
+        drop_contained((running, task));
     }
 
     /// Takes what other threads sent: task wakes and spawns.
@@ -374,6 +374,15 @@ impl Core {
     }
 }
 
+/// Drops a task (or a spawn that will not run) with a panic in its destructor caught: it is
+/// that task's failure, not its worker's. The handle of a task dropped unfinished reports it
+/// cancelled all the same (its `Completion` is dropped as the panic unwinds), and a finished
+/// task's output is already stored. (Uncaught, the panic ended the worker's loop, or, at exit,
+/// left this thread's `CORE` pointing at the freed core.)
+fn drop_contained<T>(value: T) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value)));
+}
+
 /// Installs `core` on this thread, runs `future` as its main task until it finishes, then drops
 /// every task left (with the core still installed, so their destructors can deregister).
 pub(crate) fn run_core<F: Future>(core: Core, future: F) -> F::Output {
@@ -394,8 +403,8 @@ pub(crate) fn run_core<F: Future>(core: Core, future: F) -> F::Output {
             let unrun = try_with_core(|core| core.shared.set_closed(true)).unwrap_or_default();
             let tasks: Vec<_> =
                 try_with_core(|core| core.tasks.borrow_mut().drain().collect()).unwrap_or_default();
-            drop(tasks);
-            drop(unrun);
+            tasks.into_iter().for_each(drop_contained);
+            unrun.into_iter().for_each(drop_contained);
             CORE.set(std::ptr::null());
             WOKE_AT.with(|t| t.set(None)); // a later worker on this thread starts afresh
         }
