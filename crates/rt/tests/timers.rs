@@ -423,3 +423,26 @@ fn sleep_polled_from_two_tasks_wakes_the_latest() {
         });
     });
 }
+
+/// Regression: `sleep`, `timeout` and `interval` added the duration to `Instant::now()`, which
+/// panics on overflow, so "no limit" spelled `Duration::MAX` (a config value, say) panicked the
+/// task. A deadline too far to represent now means "never" (in practice).
+#[test]
+fn huge_durations_mean_never_instead_of_panicking() {
+    guard(|| {
+        block_on(async {
+            let s = sleep(Duration::MAX);
+            assert!(!s.is_elapsed());
+            let s = std::pin::pin!(s);
+            let raced = volt_rt::future::race(s, sleep(Duration::from_millis(1))).await;
+            assert!(matches!(raced, volt_rt::future::Either::Right(())));
+            assert_eq!(timeout(Duration::MAX, async { 7 }).await, Ok(7));
+            let waited = timeout(Duration::MAX, sleep(Duration::from_millis(1))).await;
+            assert_eq!(waited, Ok(()));
+            let mut ticks = interval(Duration::MAX);
+            ticks.tick().await; // the first tick is at once
+            let second = timeout(Duration::from_millis(1), ticks.tick()).await;
+            assert!(second.is_err());
+        });
+    });
+}
