@@ -104,13 +104,17 @@ type TaskBox = Pin<Box<dyn Future<Output = ()>>>;
 
 /// One worker's executor state. Lives on its thread only.
 pub(crate) struct Core {
+    /// First, so dropped first: the io_uring reactor's drop cancels the poll on `shared`'s
+    /// eventfd, which `shared` or `runtime` (the last owner of `shared` in `block_on`) may
+    /// close. (Dropped after them, a poll not yet submitted failed with `EBADF` and was
+    /// re-armed until the drop gave up and leaked the ring with its sockets.)
+    pub(crate) reactor: Reactor,
     pub(crate) index: usize,
     pub(crate) shared: Arc<Shared>,
     pub(crate) runtime: Arc<RuntimeShared>,
     run_queue: RefCell<VecDeque<TaskId>>,
     tasks: RefCell<Slab<Task>>,
     next_generation: Cell<u32>,
-    pub(crate) reactor: Reactor,
     pub(crate) timers: Timers,
 }
 

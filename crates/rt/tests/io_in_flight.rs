@@ -322,3 +322,30 @@ fn reads_smaller_than_what_arrived_keep_its_order() {
         });
     });
 }
+
+/// Regression (io_uring): a `block_on` whose future never waited in the reactor (it wrote its
+/// answer and returned) leaked its ring, with every socket it still held: the worker's eventfd
+/// was closed before the reactor, whose drop then submitted the eventfd's poll for the first
+/// time, got `EBADF`, re-armed it, 1,000 times over, and gave up without freeing anything. The
+/// peer never saw the end of the stream (nor the bytes, which were still queued).
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn a_block_on_that_never_waits_still_closes_and_sends() {
+    guard(|| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        block_on(async move {
+            let (conn, _) = listener.accept().unwrap(); // connected already: does not block
+            let conn = TcpStream::from_std(conn).unwrap();
+            conn.write_all(b"goodbye").await.unwrap();
+        });
+        let mut got = Vec::new();
+        client
+            .read_to_end(&mut got)
+            .expect("no end of stream: the socket was never closed");
+        assert_eq!(got, b"goodbye");
+    });
+}
