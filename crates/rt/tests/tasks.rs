@@ -865,3 +865,38 @@ fn a_panic_in_the_drop_of_a_task_left_at_exit_is_contained() {
         assert_eq!(block_on(async { 4 }), 4);
     });
 }
+
+/// Regression: tasks spawned by the destructors of the tasks dropped at worker exit were
+/// dropped only after the worker was uninstalled, so their own destructors ran outside any
+/// worker: one that spawned (or deregistered a socket, or removed a timer) panicked there or
+/// did nothing, and the panic ended `block_on`.
+#[test]
+fn tasks_spawned_by_destructors_at_exit_are_dropped_on_the_worker() {
+    /// Spawns a task holding a `SpawnOnDrop` one level lower, down to 0.
+    struct SpawnOnDrop(u32, Rc<Cell<u32>>);
+    impl Drop for SpawnOnDrop {
+        fn drop(&mut self) {
+            self.1.set(self.1.get() + 1);
+            if self.0 > 0 {
+                let next = SpawnOnDrop(self.0 - 1, self.1.clone());
+                spawn(async move {
+                    let _next = next;
+                    pending::<()>().await;
+                });
+            }
+        }
+    }
+    guard(|| {
+        let dropped = block_on(async {
+            let dropped = Rc::new(Cell::new(0));
+            let first = SpawnOnDrop(3, dropped.clone());
+            spawn(async move {
+                let _first = first;
+                pending::<()>().await;
+            });
+            yield_now().await;
+            dropped
+        });
+        assert_eq!(dropped.get(), 4, "every level was dropped");
+    });
+}
