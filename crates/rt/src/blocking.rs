@@ -74,7 +74,10 @@ impl Pool {
         loop {
             if let Some(job) = state.queue.pop_front() {
                 drop(state);
-                job();
+                // A panic in `f` is the handle's to report (`spawn_blocking`); this catches one
+                // in a destructor (of an unawaited output, of an aborted job's closure), which
+                // would otherwise end this thread while it is still counted in `threads`.
+                let _ = catch_unwind(AssertUnwindSafe(job));
                 state = lock(&self.state);
                 continue;
             }

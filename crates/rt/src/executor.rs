@@ -104,13 +104,17 @@ type TaskBox = Pin<Box<dyn Future<Output = ()>>>;
 
 /// One worker's executor state. Lives on its thread only.
 pub(crate) struct Core {
+    /// First, so dropped first: the io_uring reactor's drop cancels the poll on `shared`'s
+    /// eventfd, which `shared` or `runtime` (the last owner of `shared` in `block_on`) may
+    /// close. (Dropped after them, a poll not yet submitted failed with `EBADF` and was
+    /// re-armed until the drop gave up and leaked the ring with its sockets.)
+    pub(crate) reactor: Reactor,
     pub(crate) index: usize,
     pub(crate) shared: Arc<Shared>,
     pub(crate) runtime: Arc<RuntimeShared>,
     run_queue: RefCell<VecDeque<TaskId>>,
     tasks: RefCell<Slab<Task>>,
     next_generation: Cell<u32>,
-    pub(crate) reactor: Reactor,
     pub(crate) timers: Timers,
 }
 
@@ -316,18 +320,18 @@ impl Core {
         // An aborted task is dropped unpolled: dropping its future reports the cancellation (see
         // `Completion`'s `Drop`). (`future` is `None` only if a panic escaped its last poll.)
         let aborted = task.header.aborted.load(Ordering::Acquire);
-        let running = if aborted { None } else { task.future.take() };
+        let mut running = if aborted { None } else { task.future.take() };
         drop(tasks);
-        if let Some((waker, mut future)) = running {
-            let mut cx = Context::from_waker(&waker);
+        if let Some((waker, future)) = &mut running {
+            let mut cx = Context::from_waker(waker);
             if future.as_mut().poll(&mut cx).is_pending() {
-                self.tasks.borrow_mut()[id.index()].future = Some((waker, future));
+                self.tasks.borrow_mut()[id.index()].future = running;
                 return;
             }
         }
         // Dropped outside the slab borrow: its destructor may spawn or touch the reactor.
         let task = self.tasks.borrow_mut().remove(id.index());
-        drop(task);
+        drop_contained((running, task));
     }
 
     /// Takes what other threads sent: task wakes and spawns.
@@ -374,6 +378,15 @@ impl Core {
     }
 }
 
+/// Drops a task (or a spawn that will not run) with a panic in its destructor caught: it is
+/// that task's failure, not its worker's. The handle of a task dropped unfinished reports it
+/// cancelled all the same (its `Completion` is dropped as the panic unwinds), and a finished
+/// task's output is already stored. (Uncaught, the panic ended the worker's loop, or, at exit,
+/// left this thread's `CORE` pointing at the freed core.)
+fn drop_contained<T>(value: T) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value)));
+}
+
 /// Installs `core` on this thread, runs `future` as its main task until it finishes, then drops
 /// every task left (with the core still installed, so their destructors can deregister).
 pub(crate) fn run_core<F: Future>(core: Core, future: F) -> F::Output {
@@ -392,10 +405,13 @@ pub(crate) fn run_core<F: Future>(core: Core, future: F) -> F::Output {
             // first means spawns sent meanwhile (by those tasks' destructors, or other workers)
             // are cancelled too, rather than left waiting for a worker that is gone.
             let unrun = try_with_core(|core| core.shared.set_closed(true)).unwrap_or_default();
-            let tasks: Vec<_> =
-                try_with_core(|core| core.tasks.borrow_mut().drain().collect()).unwrap_or_default();
-            drop(tasks);
-            drop(unrun);
+            // Until none is left: a destructor may spawn a task (handing it a socket, say), and
+            // a task dropped after this would find no core to deregister its sockets with.
+            let drain = |core: &Core| core.tasks.borrow_mut().drain().collect::<Vec<_>>();
+            while let Some(tasks) = try_with_core(drain).filter(|t| !t.is_empty()) {
+                tasks.into_iter().for_each(drop_contained);
+            }
+            unrun.into_iter().for_each(drop_contained);
             CORE.set(std::ptr::null());
             WOKE_AT.with(|t| t.set(None)); // a later worker on this thread starts afresh
         }

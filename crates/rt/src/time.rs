@@ -89,9 +89,18 @@ pub struct Sleep {
     _local: std::marker::PhantomData<*const ()>,
 }
 
-/// Completes after `duration`.
+/// Completes after `duration` (`Duration::MAX`: never, in practice).
 pub fn sleep(duration: Duration) -> Sleep {
-    sleep_until(Instant::now() + duration)
+    sleep_until(after(Instant::now(), duration))
+}
+
+/// A wait this long never ends in practice (about 30 years), and its deadline is representable.
+const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 86_400);
+
+/// `start + duration`, with durations past [`FAR_FUTURE`] taken as that: `Duration::MAX` is a
+/// natural "no limit", and adding it to an `Instant` panics.
+fn after(start: Instant, duration: Duration) -> Instant {
+    start + duration.min(FAR_FUTURE)
 }
 
 /// Completes at `deadline` (at once if it passed).
@@ -200,7 +209,7 @@ impl From<Elapsed> for std::io::Error {
 /// Runs `future` for at most `duration`; `Err(Elapsed)` if it did not finish in time (the
 /// future is then dropped).
 pub async fn timeout<F: Future>(duration: Duration, future: F) -> Result<F::Output, Elapsed> {
-    timeout_at(Instant::now() + duration, future).await
+    timeout_at(after(Instant::now(), duration), future).await
 }
 
 /// Runs `future` until `deadline`; `Err(Elapsed)` if it did not finish by then.
@@ -241,9 +250,9 @@ impl Interval {
             return Poll::Pending;
         }
         let now = Instant::now();
-        let mut next = scheduled + self.period;
+        let mut next = after(scheduled, self.period);
         if next <= now {
-            next = now + self.period;
+            next = after(now, self.period);
         }
         self.sleep.reset(next);
         Poll::Ready(scheduled)

@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -201,6 +201,45 @@ fn abort_before_the_job_starts_cancels_it() {
             for b in blockers {
                 b.await.unwrap();
             }
+        });
+    });
+}
+
+/// Regression: a panic in the destructor of a job's output (its handle dropped, so the pool
+/// thread drops it) or of a job's closure dropped unrun (aborted) unwound out of the pool
+/// thread, which died still counted as a pool thread: after `CAP` of them no job ever ran again.
+#[test]
+fn panics_in_the_drops_of_a_job_do_not_use_up_the_pool() {
+    struct PanicOnDrop(Arc<AtomicUsize>);
+    impl Drop for PanicOnDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            panic!("PanicOnDrop dropped");
+        }
+    }
+    let _serial = serial();
+    guard(|| {
+        block_on(async {
+            let dropped = Arc::new(AtomicUsize::new(0));
+            // The jobs wait until every handle is dropped, so their outputs are dropped on the
+            // pool threads, not by a handle outliving its job.
+            let released = Arc::new(AtomicBool::new(false));
+            for _ in 0..2 * CAP {
+                let bomb = PanicOnDrop(dropped.clone());
+                let released = released.clone();
+                drop(spawn_blocking(move || {
+                    while !released.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    bomb
+                }));
+            }
+            released.store(true, Ordering::SeqCst);
+            while dropped.load(Ordering::SeqCst) < 2 * CAP {
+                volt_rt::time::sleep(Duration::from_millis(1)).await;
+            }
+            let out = volt_rt::time::timeout(HANG_GUARD / 4, spawn_blocking(|| 6)).await;
+            assert_eq!(out.expect("no pool thread ran the job").unwrap(), 6);
         });
     });
 }

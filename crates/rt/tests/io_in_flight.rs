@@ -322,3 +322,75 @@ fn reads_smaller_than_what_arrived_keep_its_order() {
         });
     });
 }
+
+/// Regression (io_uring): a `block_on` whose future never waited in the reactor (it wrote its
+/// answer and returned) leaked its ring, with every socket it still held: the worker's eventfd
+/// was closed before the reactor, whose drop then submitted the eventfd's poll for the first
+/// time, got `EBADF`, re-armed it, 1,000 times over, and gave up without freeing anything. The
+/// peer never saw the end of the stream (nor the bytes, which were still queued).
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn a_block_on_that_never_waits_still_closes_and_sends() {
+    guard(|| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        block_on(async move {
+            let (conn, _) = listener.accept().unwrap(); // connected already: does not block
+            let conn = TcpStream::from_std(conn).unwrap();
+            conn.write_all(b"goodbye").await.unwrap();
+        });
+        let mut got = Vec::new();
+        client
+            .read_to_end(&mut got)
+            .expect("no end of stream: the socket was never closed");
+        assert_eq!(got, b"goodbye");
+    });
+}
+
+/// A task spawned by the destructor of a task dropped at worker exit (a connection handing its
+/// stream to a "close it gracefully" task, say) gets the stream's queued bytes out too.
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn a_stream_handed_to_a_task_spawned_at_exit_still_sends_its_bytes() {
+    /// Hands its stream to a new task when dropped.
+    struct HandOver(Option<TcpStream>);
+    impl Drop for HandOver {
+        fn drop(&mut self) {
+            let stream = self.0.take();
+            spawn(async move {
+                let _stream = stream;
+                std::future::pending::<()>().await;
+            });
+        }
+    }
+    guard(|| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let payload = connection_payload(3);
+        let sent = payload.clone();
+        block_on(async move {
+            let (conn, _) = listener.accept().unwrap(); // connected already: does not block
+            let conn = TcpStream::from_std(conn).unwrap();
+            spawn(async move {
+                let holder = HandOver(Some(conn));
+                let conn = holder.0.as_ref().unwrap();
+                conn.write_all(&sent).await.unwrap();
+                std::future::pending::<()>().await;
+            });
+            // The task writes, and `block_on` ends in the same loop turn (on io_uring the bytes
+            // are still queued then).
+            volt_rt::yield_now().await;
+        });
+        let mut got = Vec::new();
+        client.read_to_end(&mut got).unwrap();
+        assert!(
+            got == payload,
+            "the queued bytes were lost ({} of {})",
+            got.len(),
+            payload.len()
+        );
+    });
+}

@@ -706,3 +706,82 @@ fn using_a_socket_in_another_block_on_panics_clearly() {
         let _ = stale.accept().await;
     });
 }
+
+/// Writes until a write or flush fails, sleeping a little between rounds so the peer's RST can
+/// arrive; panics if none has failed after many rounds.
+async fn write_until_error(stream: &TcpStream) -> io::Error {
+    let chunk = vec![7u8; 16 * 1024];
+    for _ in 0..2000 {
+        let result = match stream.write_all(&chunk).await {
+            Ok(()) => stream.flush().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            return e;
+        }
+        volt_rt::time::sleep(Duration::from_millis(1)).await;
+    }
+    panic!("writing to a closed peer never failed");
+}
+
+/// A peer that resets the connection (`SO_LINGER` 0): a read fails with `ConnectionReset` or
+/// ends the stream (never hangs), and writes fail (as an error, not a `SIGPIPE`).
+#[test]
+#[cfg_attr(miri, ignore)]
+fn peer_reset_fails_reads_and_writes() {
+    guard(|| {
+        block_on(async {
+            let (client, server) = tcp_pair().await;
+            rustix::net::sockopt::set_socket_linger(&client, Some(Duration::ZERO)).unwrap();
+            drop(client); // sends RST
+            let mut buf = [0u8; 16];
+            let read = volt_rt::time::timeout(Duration::from_secs(60), server.read(&mut buf))
+                .await
+                .expect("a read on a reset connection hung");
+            match read {
+                Err(e) => assert_eq!(e.kind(), io::ErrorKind::ConnectionReset, "{e}"),
+                Ok(n) => assert_eq!(n, 0),
+            }
+            // Later reads return at once too.
+            let again = volt_rt::time::timeout(Duration::from_secs(60), server.read(&mut buf));
+            assert!(
+                again.await.is_ok(),
+                "a second read on a reset connection hung"
+            );
+            let e = write_until_error(&server).await;
+            assert!(
+                matches!(
+                    e.kind(),
+                    io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+                ),
+                "{e}"
+            );
+        });
+    });
+}
+
+/// Writing to a peer that closed (FIN, then RST for the data that came after): a write or
+/// flush fails soon, and reading still reports the end of stream.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn write_to_a_closed_peer_fails() {
+    guard(|| {
+        block_on(async {
+            let (client, server) = tcp_pair().await;
+            drop(client);
+            let mut buf = [0u8; 16];
+            assert_eq!(server.read(&mut buf).await.unwrap(), 0);
+            let e = write_until_error(&server).await;
+            assert!(
+                matches!(
+                    e.kind(),
+                    io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+                ),
+                "{e}"
+            );
+            // A stream whose send failed still answers reads at once.
+            let read = volt_rt::time::timeout(Duration::from_secs(60), server.read(&mut buf));
+            assert!(read.await.is_ok(), "a read after a failed write hung");
+        });
+    });
+}

@@ -423,3 +423,63 @@ fn sleep_polled_from_two_tasks_wakes_the_latest() {
         });
     });
 }
+
+/// Regression: `sleep`, `timeout` and `interval` added the duration to `Instant::now()`, which
+/// panics on overflow, so "no limit" spelled `Duration::MAX` (a config value, say) panicked the
+/// task. A deadline too far to represent now means "never" (in practice).
+#[test]
+fn huge_durations_mean_never_instead_of_panicking() {
+    guard(|| {
+        block_on(async {
+            let s = sleep(Duration::MAX);
+            assert!(!s.is_elapsed());
+            let s = std::pin::pin!(s);
+            let raced = volt_rt::future::race(s, sleep(Duration::from_millis(1))).await;
+            assert!(matches!(raced, volt_rt::future::Either::Right(())));
+            assert_eq!(timeout(Duration::MAX, async { 7 }).await, Ok(7));
+            let waited = timeout(Duration::MAX, sleep(Duration::from_millis(1))).await;
+            assert_eq!(waited, Ok(()));
+            let mut ticks = interval(Duration::MAX);
+            ticks.tick().await; // the first tick is at once
+            let second = timeout(Duration::from_millis(1), ticks.tick()).await;
+            assert!(second.is_err());
+        });
+    });
+}
+
+/// Many sleeps with one and the same deadline all complete (their map keys differ by id), and
+/// a registered sleep reset to a deadline already past completes at once.
+#[test]
+fn same_instant_sleeps_and_a_reset_into_the_past() {
+    guard(|| {
+        block_on(async {
+            let deadline = Instant::now() + Duration::from_millis(5);
+            let count = if cfg!(miri) { 50 } else { 1000 };
+            let done = Rc::new(std::cell::Cell::new(0));
+            let handles: Vec<_> = (0..count)
+                .map(|_| {
+                    let done = done.clone();
+                    spawn(async move {
+                        sleep_until(deadline).await;
+                        done.set(done.get() + 1);
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.await.unwrap();
+            }
+            assert_eq!(done.get(), count);
+            assert!(Instant::now() >= deadline);
+
+            let mut s = Box::pin(sleep(Duration::from_secs(3600)));
+            let polled = timeout(Duration::from_millis(1), s.as_mut()).await;
+            assert!(polled.is_err(), "registered with its far deadline");
+            s.as_mut().reset(Instant::now() - Duration::from_millis(1));
+            let reset = timeout(Duration::from_secs(60), s).await;
+            assert!(
+                reset.is_ok(),
+                "a sleep reset into the past did not complete"
+            );
+        });
+    });
+}
