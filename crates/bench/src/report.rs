@@ -551,21 +551,34 @@ pub(crate) fn group_f(v: f64) -> String {
 }
 
 /// Microseconds in the unit that keeps 3 significant digits: `812µs`, `1.23ms`, `2.50s`.
+///
+/// The unit and the decimals are chosen for the value as printed, after rounding: 99.95 ms is
+/// `100ms`, not `100.0ms`, and 999.6 µs is `1.00ms`, not `1000µs`.
 pub(crate) fn fmt_us(us: f64) -> String {
-    let (v, unit) = if us < 1_000.0 {
-        (us, "µs")
-    } else if us < 1_000_000.0 {
-        (us / 1_000.0, "ms")
-    } else {
-        (us / 1_000_000.0, "s")
+    const UNITS: [(&str, f64); 3] = [("µs", 1.0), ("ms", 1e3), ("s", 1e6)];
+    let decimals = |unit: &str, v: f64| match v {
+        _ if unit == "µs" => 0,
+        100.0.. => 0,
+        10.0.. => 1,
+        _ => 2,
     };
-    if unit == "µs" || v >= 100.0 {
-        format!("{v:.0}{unit}")
-    } else if v >= 10.0 {
-        format!("{v:.1}{unit}")
-    } else {
-        format!("{v:.2}{unit}")
+    let mut text = String::new();
+    for (i, (unit, scale)) in UNITS.into_iter().enumerate() {
+        let v = us / scale;
+        text = format!("{v:.*}", decimals(unit, v));
+        // What the text says, rounding included: it may have reached the next threshold.
+        let shown: f64 = text.parse().unwrap_or(v);
+        if shown >= 1_000.0 && i + 1 < UNITS.len() {
+            continue;
+        }
+        let d = decimals(unit, shown);
+        if d != decimals(unit, v) {
+            text = format!("{v:.d$}");
+        }
+        text.push_str(unit);
+        break;
     }
+    text
 }
 
 /// Bytes in binary units: `160.2 MiB`.
@@ -604,6 +617,21 @@ mod tests {
         assert_eq!(fmt_us(12_345.0), "12.3ms");
         assert_eq!(fmt_us(512_000.0), "512ms");
         assert_eq!(fmt_us(2_500_000.0), "2.50s");
+    }
+
+    #[test]
+    fn fmt_us_switches_unit_after_rounding() {
+        // Rounding to 3 significant digits can reach the next precision or unit: it is
+        // printed as that one, never as `100.0ms` or `1000µs`.
+        assert_eq!(fmt_us(99_950.0), "100ms");
+        assert_eq!(fmt_us(99_949.0), "99.9ms");
+        assert_eq!(fmt_us(9_996.0), "10.0ms");
+        assert_eq!(fmt_us(999.6), "1.00ms");
+        assert_eq!(fmt_us(999.4), "999µs");
+        assert_eq!(fmt_us(999_600.0), "1.00s");
+        assert_eq!(fmt_us(9_999_000.0), "10.0s");
+        assert_eq!(fmt_us(99_960_000.0), "100s");
+        assert_eq!(fmt_us(0.0), "0µs");
         assert_eq!(fmt_bytes(512.0), "512 B");
         assert_eq!(fmt_bytes(1536.0), "1.5 KiB");
         assert_eq!(group_f(12.345), "12.3");
