@@ -120,9 +120,11 @@ pub struct Level {
 pub struct Errors {
     /// No connection could be opened.
     pub connect: u64,
-    /// A read or write failed (reset, broken pipe).
+    /// A read or write failed for another reason than the server ending the connection.
     pub io: u64,
-    /// The server closed the connection before the response was complete.
+    /// The server ended the connection (closed or reset it) before the response was complete,
+    /// or before any of it: a request written on a connection the server had just closed
+    /// (an idle keep-alive connection, or one closed without `Connection: close`) is one.
     pub closed: u64,
     /// The response was not valid HTTP/1.1.
     pub parse: u64,

@@ -69,6 +69,55 @@ fn a_truncated_body_then_close_is_a_connection_error() {
     });
 }
 
+/// A server that closes each connection after one response, without `Connection: close`: the
+/// request written next on that connection is answered by the close (or a reset, whichever
+/// comes first). Each such request is one `closed` error, whichever it was, never dropped
+/// silently; the slot reconnects and goes on.
+#[test]
+fn a_request_on_a_connection_closed_without_notice_is_a_closed_error() {
+    guard(|| {
+        let server = TestServer::start(Behavior::OnePerConnection);
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(2)
+                .threads(1)
+                .duration(Duration::from_millis(1_000))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let level = &report.levels[0];
+        eprintln!(
+            "sent {} requests {} errors {:?} unanswered {:?}",
+            level.sent, level.requests, level.errors, level.unanswered
+        );
+        assert!(level.requests > 0);
+        assert!(level.errors.closed > 0, "{:?}", level.errors);
+        assert_eq!(
+            level.errors.total, level.errors.closed,
+            "{:?}",
+            level.errors
+        );
+        // Every request written is a response, an error, or still in flight at the end.
+        let accounted = level.requests + level.errors.total + level.unanswered.unwrap_or(0);
+        assert!(
+            level.sent <= accounted + 2,
+            "{} sent, {accounted} accounted for",
+            level.sent
+        );
+
+        // With `--requests`, each request ends as a response or an error: exactly N.
+        let level = run_against(Behavior::OnePerConnection, 200, 1);
+        assert!(level.requests > 0);
+        assert_eq!(
+            level.errors.total, level.errors.closed,
+            "{:?}",
+            level.errors
+        );
+        assert_eq!(level.requests + level.errors.total, 200, "{level:?}");
+    });
+}
+
 #[test]
 fn a_silent_server_times_out() {
     guard(|| {
