@@ -306,7 +306,7 @@ impl LevelResult {
             sent: c.sent,
             scheduled: rate_mode.then_some(self.scheduled),
             achieved_rate: rate_mode.then(|| per_s(c.sent as f64)),
-            unanswered: rate_mode.then_some(c.unanswered),
+            unanswered: c.unanswered,
             connections_opened: c.connections,
             errors: Errors::from_counts(&c.errors),
             non_2xx: c.non_2xx,

@@ -89,11 +89,17 @@ pub struct Level {
     pub scheduled: Option<u64>,
     /// Rate mode: requests sent per second.
     pub achieved_rate: Option<f64>,
-    /// Rate mode, timed runs: requests scheduled in the window with neither a response nor an
-    /// error at its end (in flight, or not sent yet because their connection was waiting).
-    /// Each counts in `latency_us` with the time it had waited by then, a lower bound of its
-    /// latency: `requests + errors.total + unanswered` is `scheduled`.
-    pub unanswered: Option<u64>,
+    /// Requests with neither a response nor an error when the level ended.
+    ///
+    /// Rate mode, timed runs: requests scheduled in the window (in flight, or not sent yet
+    /// because their connection was waiting). Each counts in `latency_us` with the time it had
+    /// waited by then, a lower bound of its latency: `requests + errors.total + unanswered` is
+    /// `scheduled`.
+    ///
+    /// Otherwise (closed loop, or a run ended by a signal): requests written in the window and
+    /// still in flight at its end, a closed-loop run shorter than the server's answers, for
+    /// one. They are in no latency.
+    pub unanswered: u64,
     /// Connections opened.
     pub connections_opened: u64,
     /// Failed requests by kind.
@@ -438,14 +444,22 @@ impl Level {
                 group(scheduled),
             )?;
         }
-        if let Some(n @ 1..) = self.unanswered {
-            writeln!(
+        match (self.unanswered, self.scheduled) {
+            (0, _) => {}
+            (n, Some(_)) if run.duration_s.is_some() => writeln!(
                 f,
                 "  {:<11} {} scheduled requests unanswered at the end, counted in `corrected` \
                  with the time they had waited",
                 "",
                 group(n)
-            )?;
+            )?,
+            (n, _) => writeln!(
+                f,
+                "  {:<11} {} requests sent and unanswered at the end (in flight when the run \
+                 stopped)",
+                "Unanswered",
+                group(n)
+            )?,
         }
         if !run.keepalive || self.connections_opened > self.connections as u64 {
             writeln!(
@@ -522,6 +536,13 @@ impl Level {
             writeln!(
                 f,
                 "\n  warning: no valid response was received; every request failed"
+            )?;
+        } else if self.requests == 0 && self.unanswered > 0 {
+            writeln!(
+                f,
+                "\n  warning: no response was received; the requests sent were still waiting at \
+                 the end (timeout {}s)",
+                trim_float(run.timeout_s)
             )?;
         }
         Ok(())

@@ -49,8 +49,9 @@ pub(crate) struct Counts {
     /// Requests written during the measured window (rate mode: with their scheduled time in
     /// the window).
     pub sent: u64,
-    /// Rate mode: requests scheduled in the window with neither a response nor an error when
-    /// it ended (in flight, or never sent because their connection was still waiting).
+    /// Requests with neither a response nor an error when the window ended. Rate mode, timed
+    /// runs: scheduled in the window (in flight, or never sent because their connection was
+    /// still waiting). Otherwise: written in the window and still in flight.
     pub unanswered: u64,
 }
 

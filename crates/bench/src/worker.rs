@@ -306,8 +306,10 @@ async fn run_with<T: Transport + 'static>(plan: Arc<Plan>, worker: usize) -> Wor
         }
     }
 
-    if rate_mode {
+    if rate_mode && ctx.end.is_some() {
         record_unanswered(&ctx, &slots, stopped_at);
+    } else {
+        count_in_flight(&ctx, &slots);
     }
     let mut rec = ctx.rec.borrow_mut();
     let last = rec.take_interval();
@@ -354,6 +356,25 @@ fn record_unanswered(ctx: &WorkerCtx, slots: &[Rc<Slot>], stopped_at: Instant) {
             k += 1;
         }
     }
+}
+
+/// Closed loop, and any run without a duration: counts the requests written in the measured
+/// window and still unanswered when the level ended (a timed run ends with requests in
+/// flight; a signal can end any run). They are in no latency: when they would have been
+/// answered is unknown, and a closed loop times only what completed. The slots' tasks are
+/// aborted: their state is final.
+fn count_in_flight(ctx: &WorkerCtx, slots: &[Rc<Slot>]) {
+    let in_flight: usize = slots
+        .iter()
+        .filter(|slot| {
+            // `waiting_since` is when the exchange of the requests in flight started.
+            slot.waiting_since
+                .get()
+                .is_some_and(|since| since >= ctx.measure_start)
+        })
+        .map(|slot| slot.in_flight.get())
+        .sum();
+    ctx.rec.borrow_mut().counts.unanswered += in_flight as u64;
 }
 
 /// How many sends the schedule of these slots had in `[measure_start, stopped_at)`.

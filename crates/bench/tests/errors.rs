@@ -88,7 +88,7 @@ fn a_request_on_a_connection_closed_without_notice_is_a_closed_error() {
         .unwrap();
         let level = &report.levels[0];
         eprintln!(
-            "sent {} requests {} errors {:?} unanswered {:?}",
+            "sent {} requests {} errors {:?} unanswered {}",
             level.sent, level.requests, level.errors, level.unanswered
         );
         assert!(level.requests > 0);
@@ -99,11 +99,11 @@ fn a_request_on_a_connection_closed_without_notice_is_a_closed_error() {
             level.errors
         );
         // Every request written is a response, an error, or still in flight at the end.
-        let accounted = level.requests + level.errors.total + level.unanswered.unwrap_or(0);
-        assert!(
-            level.sent <= accounted + 2,
-            "{} sent, {accounted} accounted for",
-            level.sent
+        let failed = level.errors.total - level.errors.connect;
+        assert_eq!(
+            level.sent,
+            level.requests + failed + level.unanswered,
+            "{level:?}"
         );
 
         // With `--requests`, each request ends as a response or an error: exactly N.
@@ -125,6 +125,39 @@ fn a_silent_server_times_out() {
         assert_eq!(level.requests, 0);
         assert_eq!(level.errors.timeout, 4);
         assert_eq!(level.errors.total, 4);
+    });
+}
+
+/// A closed-loop run shorter than the timeout against a server that never answers: the
+/// requests in flight at the end are neither responses nor errors. The report says they were
+/// sent and got no answer, rather than "Errors none" over "no responses" alone.
+#[test]
+fn a_silent_server_outlasting_a_short_run_shows_unanswered_requests() {
+    guard(|| {
+        let server = TestServer::start(Behavior::Silent);
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(3)
+                .threads(2)
+                .pipeline(2)
+                .duration(Duration::from_millis(300))
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let level = &report.levels[0];
+        assert_eq!(level.requests, 0);
+        assert_eq!(level.errors.total, 0, "{:?}", level.errors);
+        assert_eq!(level.sent, 6);
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["unanswered"], 6, "{json}");
+        let text = report.to_string();
+        assert!(
+            text.contains("6 requests sent and unanswered at the end"),
+            "{text}"
+        );
+        assert!(text.contains("warning: no response was received"), "{text}");
     });
 }
 
