@@ -474,7 +474,10 @@ async fn control<T: Transport + 'static>(
             Wake::Signal => return (now, true),
             Wake::Timer => {}
         }
-        if now >= next_tick {
+        // Every second due, if this wake came more than a second late (the thread was held
+        // up): the end check below would otherwise fold the seconds not sent yet into the
+        // last interval. What was recorded while late goes with the first of them.
+        while now >= next_tick {
             let mut rec = ctx.rec.borrow_mut();
             let interval = rec.take_interval();
             send_tick(ctx, tick_seq, next_tick, interval, rec.counts);
