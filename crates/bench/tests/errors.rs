@@ -213,6 +213,70 @@ fn an_unreachable_target_is_a_usage_error() {
     });
 }
 
+/// A listener that never accepts, its accept queue filled: a connect to it gets no answer
+/// (the kernel drops the SYN) until the test ends. `room` connections are let in first (the
+/// queue makes room for one per accept).
+fn full_listener(room: usize) -> (std::net::TcpListener, Vec<std::net::TcpStream>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut queued = Vec::new();
+    // Connect until a connect is not answered: the queue is full.
+    while let Ok(s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+        queued.push(s);
+        assert!(queued.len() < 100_000, "the accept queue never filled");
+    }
+    for _ in 0..room {
+        let _ = listener.accept().unwrap();
+    }
+    (listener, queued)
+}
+
+/// Connects that hang (no SYN-ACK) must not stretch a timed run beyond its duration: they used
+/// to be awaited up to `--timeout` before the run started (a 1 s run lasted 30 s), and a
+/// target where every connect hangs was declared unreachable only after the whole timeout.
+#[test]
+fn hanging_connects_do_not_stretch_a_timed_run() {
+    guard(|| {
+        let run = |room: usize| {
+            let (listener, _queued) = full_listener(room);
+            let config = volt_bench::Config::builder()
+                .url(format!("http://{}/", listener.local_addr().unwrap()))
+                .connections(3)
+                .threads(2)
+                .duration(Duration::from_secs(1))
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap();
+            let started = std::time::Instant::now();
+            let result = volt_bench::run(&config);
+            (result, started.elapsed())
+        };
+
+        // One of the three connects is let in; the run goes on without the other two.
+        let (result, took) = run(1);
+        let report = result.unwrap();
+        let level = &report.levels[0];
+        eprintln!("partial: {took:?} {level:?}");
+        assert!(took < Duration::from_secs(15), "a 1 s run took {took:?}");
+        assert!(level.duration_s < 5.0, "{level:?}");
+        assert!(
+            (1..=3).contains(&level.connections_opened),
+            "{}",
+            level.connections_opened
+        );
+
+        // None is let in: unreachable, said within about the run's duration.
+        let (result, took) = run(0);
+        let err = result.unwrap_err();
+        assert!(
+            matches!(err, volt_bench::Error::Unreachable { .. }),
+            "{err}"
+        );
+        eprintln!("none: {took:?} {err}");
+        assert!(took < Duration::from_secs(15), "refused after {took:?}");
+    });
+}
+
 #[test]
 fn a_host_that_does_not_resolve_is_a_usage_error() {
     let err = volt_bench::Config::builder()
