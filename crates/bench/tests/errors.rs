@@ -221,8 +221,12 @@ fn full_listener(room: usize) -> (std::net::TcpListener, Vec<std::net::TcpStream
     let addr = listener.local_addr().unwrap();
     let mut queued = Vec::new();
     // Connect until a connect is not answered: the queue is full.
-    while let Ok(s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
-        queued.push(s);
+    loop {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+            Ok(s) => queued.push(s),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => break,
+            Err(e) => panic!("filling the accept queue, after {}: {e}", queued.len()),
+        }
         assert!(queued.len() < 100_000, "the accept queue never filled");
     }
     for _ in 0..room {
