@@ -31,8 +31,6 @@ struct ConnState {
     start: usize,
     end: usize,
     reader: ResponseReader,
-    /// Responses received on this connection so far.
-    answered: u64,
 }
 
 impl ConnState {
@@ -42,7 +40,6 @@ impl ConnState {
             start: 0,
             end: 0,
             reader: ResponseReader::new(),
-            answered: 0,
         }
     }
 
@@ -51,7 +48,6 @@ impl ConnState {
         self.start = 0;
         self.end = 0;
         self.reader = ResponseReader::new();
-        self.answered = 0;
     }
 
     /// Drops the used bytes and makes room at the end for the next read.
@@ -81,8 +77,8 @@ struct Timing {
 enum Outcome {
     /// Every request was answered; the connection can carry more.
     Reusable,
-    /// The server ended the connection in order (`Connection: close`, a body delimited by the
-    /// close, or an idle keep-alive connection closed); `unanswered` requests got no response.
+    /// The server ended the connection in order after a response (`Connection: close`, or a
+    /// body delimited by the close); `unanswered` requests got no response and are not failed.
     Closed { unanswered: usize },
     /// The connection failed; the first unanswered request counts as an error of `kind`.
     Failed { kind: ErrorKind, unanswered: usize },
@@ -236,8 +232,8 @@ pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: 
         };
         // Write the batch, then read and take responses until all of them are in.
         let (mut exchange, bytes) = Exchange::start(ctx, slot, count, timing);
-        let outcome = if c.write_all(bytes).await.is_err() {
-            exchange.write_failed()
+        let outcome = if let Err(kind) = c.write_all(bytes).await.map_err(|e| failure_kind(&e)) {
+            exchange.write_failed(kind)
         } else {
             loop {
                 if let Some(outcome) = exchange.take_responses(ctx, slot, &mut state) {
@@ -339,9 +335,9 @@ impl Exchange {
     }
 
     /// The write of the batch failed.
-    fn write_failed(&self) -> Outcome {
+    fn write_failed(&self, kind: ErrorKind) -> Outcome {
         Outcome::Failed {
-            kind: ErrorKind::Io,
+            kind,
             unanswered: self.remaining,
         }
     }
@@ -373,7 +369,6 @@ impl Exchange {
                     self.cursor = plan.ring.advance(cursor, 1);
                     slot.cursor.set(self.cursor);
                     slot.in_flight.set(self.remaining);
-                    state.answered += 1;
                     self.tally.add(ctx, response.status, timing);
                     if !response.keep_alive {
                         self.tally.flush(ctx, self.now, timing);
@@ -434,8 +429,8 @@ impl Exchange {
                 self.now = Instant::now();
                 None
             }
-            Err(_) => Some(Outcome::Failed {
-                kind: ErrorKind::Io,
+            Err(e) => Some(Outcome::Failed {
+                kind: failure_kind(&e),
                 unanswered: self.remaining,
             }),
         }
@@ -444,7 +439,6 @@ impl Exchange {
 
 /// The server closed the connection while `remaining` requests were unanswered.
 fn at_close(ctx: &WorkerCtx, state: &mut ConnState, remaining: usize, timing: Timing) -> Outcome {
-    let partial = state.start < state.end;
     if !state.reader.is_between_responses() {
         // A body delimited by the close ends here; any other body was cut short.
         return match state.reader.finish_at_close() {
@@ -462,16 +456,25 @@ fn at_close(ctx: &WorkerCtx, state: &mut ConnState, remaining: usize, timing: Ti
             },
         };
     }
-    if partial || state.answered == 0 {
-        // Part of a head, or a connection that never answered anything: not an orderly end.
-        Outcome::Failed {
-            kind: ErrorKind::Closed,
-            unanswered: remaining,
-        }
-    } else {
-        // An idle keep-alive connection closed by the server: send again on a new one.
-        Outcome::Closed {
-            unanswered: remaining,
-        }
+    // No response, or part of its head: the request was written on a connection the server
+    // had closed, or the server closed it before answering. It failed, like one cut off by a reset (which of the
+    // two a client sees is a race between the server's FIN and its RST, see `failure_kind`).
+    Outcome::Failed {
+        kind: ErrorKind::Closed,
+        unanswered: remaining,
+    }
+}
+
+/// The kind of error a failed read or write counts as. A reset or a broken pipe is the server
+/// ending the connection, as a close is: all three are `Closed`, so the same server behaviour
+/// gives the same count whichever of them won the race. (A server that answers and closes
+/// without `Connection: close` sends a FIN; a request already on its way then meets a reset,
+/// and the client's next read sees either.)
+#[cold]
+fn failure_kind(e: &std::io::Error) -> ErrorKind {
+    use std::io::ErrorKind as Io;
+    match e.kind() {
+        Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe => ErrorKind::Closed,
+        _ => ErrorKind::Io,
     }
 }

@@ -101,7 +101,6 @@ pub fn run(config: &Config) -> Result<Report, Error> {
         config.urls.join(" ")
     );
     let (tx, rx) = mpsc::channel::<Msg>();
-    let needs_collector = config.progress || config.hdr_log.is_some();
 
     std::thread::scope(|scope| {
         let collector = scope.spawn(move || collect::collect(rx, outputs, run_start, &comment));
@@ -119,8 +118,9 @@ pub fn run(config: &Config) -> Result<Report, Error> {
                 },
                 warmup: config.warmup,
             });
-            let sender = needs_collector.then(|| tx.clone());
-            let result = run_level(config, index, spec, sender);
+            // The collector always runs: it assembles the timeline every report has, besides
+            // the progress line and the log when asked for (one message a second per worker).
+            let result = run_level(config, index, spec, Some(tx.clone()));
             let _ = tx.send(Msg::LevelEnd { level: index });
             match result {
                 Ok(level) => {
@@ -306,7 +306,7 @@ impl LevelResult {
             sent: c.sent,
             scheduled: rate_mode.then_some(self.scheduled),
             achieved_rate: rate_mode.then(|| per_s(c.sent as f64)),
-            unanswered: rate_mode.then_some(c.unanswered),
+            unanswered: c.unanswered,
             connections_opened: c.connections,
             errors: Errors::from_counts(&c.errors),
             non_2xx: c.non_2xx,

@@ -89,11 +89,17 @@ pub struct Level {
     pub scheduled: Option<u64>,
     /// Rate mode: requests sent per second.
     pub achieved_rate: Option<f64>,
-    /// Rate mode, timed runs: requests scheduled in the window with neither a response nor an
-    /// error at its end (in flight, or not sent yet because their connection was waiting).
-    /// Each counts in `latency_us` with the time it had waited by then, a lower bound of its
-    /// latency: `requests + errors.total + unanswered` is `scheduled`.
-    pub unanswered: Option<u64>,
+    /// Requests with neither a response nor an error when the level ended.
+    ///
+    /// Rate mode, timed runs: requests scheduled in the window (in flight, or not sent yet
+    /// because their connection was waiting). Each counts in `latency_us` with the time it had
+    /// waited by then, a lower bound of its latency: `requests + errors.total + unanswered` is
+    /// `scheduled`.
+    ///
+    /// Otherwise (closed loop, or a run ended by a signal): requests written in the window and
+    /// still in flight at its end, a closed-loop run shorter than the server's answers, for
+    /// one. They are in no latency.
+    pub unanswered: u64,
     /// Connections opened.
     pub connections_opened: u64,
     /// Failed requests by kind.
@@ -120,9 +126,11 @@ pub struct Level {
 pub struct Errors {
     /// No connection could be opened.
     pub connect: u64,
-    /// A read or write failed (reset, broken pipe).
+    /// A read or write failed for another reason than the server ending the connection.
     pub io: u64,
-    /// The server closed the connection before the response was complete.
+    /// The server ended the connection (closed or reset it) before the response was complete,
+    /// or before any of it: a request written on a connection the server had just closed
+    /// (an idle keep-alive connection, or one closed without `Connection: close`) is one.
     pub closed: u64,
     /// The response was not valid HTTP/1.1.
     pub parse: u64,
@@ -436,14 +444,22 @@ impl Level {
                 group(scheduled),
             )?;
         }
-        if let Some(n @ 1..) = self.unanswered {
-            writeln!(
+        match (self.unanswered, self.scheduled) {
+            (0, _) => {}
+            (n, Some(_)) if run.duration_s.is_some() => writeln!(
                 f,
                 "  {:<11} {} scheduled requests unanswered at the end, counted in `corrected` \
                  with the time they had waited",
                 "",
                 group(n)
-            )?;
+            )?,
+            (n, _) => writeln!(
+                f,
+                "  {:<11} {} requests sent and unanswered at the end (in flight when the run \
+                 stopped)",
+                "Unanswered",
+                group(n)
+            )?,
         }
         if !run.keepalive || self.connections_opened > self.connections as u64 {
             writeln!(
@@ -521,6 +537,13 @@ impl Level {
                 f,
                 "\n  warning: no valid response was received; every request failed"
             )?;
+        } else if self.requests == 0 && self.unanswered > 0 {
+            writeln!(
+                f,
+                "\n  warning: no response was received; the requests sent were still waiting at \
+                 the end (timeout {}s)",
+                trim_float(run.timeout_s)
+            )?;
         }
         Ok(())
     }
@@ -551,21 +574,34 @@ pub(crate) fn group_f(v: f64) -> String {
 }
 
 /// Microseconds in the unit that keeps 3 significant digits: `812µs`, `1.23ms`, `2.50s`.
+///
+/// The unit and the decimals are chosen for the value as printed, after rounding: 99.95 ms is
+/// `100ms`, not `100.0ms`, and 999.6 µs is `1.00ms`, not `1000µs`.
 pub(crate) fn fmt_us(us: f64) -> String {
-    let (v, unit) = if us < 1_000.0 {
-        (us, "µs")
-    } else if us < 1_000_000.0 {
-        (us / 1_000.0, "ms")
-    } else {
-        (us / 1_000_000.0, "s")
+    const UNITS: [(&str, f64); 3] = [("µs", 1.0), ("ms", 1e3), ("s", 1e6)];
+    let decimals = |unit: &str, v: f64| match v {
+        _ if unit == "µs" => 0,
+        100.0.. => 0,
+        10.0.. => 1,
+        _ => 2,
     };
-    if unit == "µs" || v >= 100.0 {
-        format!("{v:.0}{unit}")
-    } else if v >= 10.0 {
-        format!("{v:.1}{unit}")
-    } else {
-        format!("{v:.2}{unit}")
+    let mut text = String::new();
+    for (i, (unit, scale)) in UNITS.into_iter().enumerate() {
+        let v = us / scale;
+        text = format!("{v:.*}", decimals(unit, v));
+        // What the text says, rounding included: it may have reached the next threshold.
+        let shown: f64 = text.parse().unwrap_or(v);
+        if shown >= 1_000.0 && i + 1 < UNITS.len() {
+            continue;
+        }
+        let d = decimals(unit, shown);
+        if d != decimals(unit, v) {
+            text = format!("{v:.d$}");
+        }
+        text.push_str(unit);
+        break;
     }
+    text
 }
 
 /// Bytes in binary units: `160.2 MiB`.
@@ -604,6 +640,21 @@ mod tests {
         assert_eq!(fmt_us(12_345.0), "12.3ms");
         assert_eq!(fmt_us(512_000.0), "512ms");
         assert_eq!(fmt_us(2_500_000.0), "2.50s");
+    }
+
+    #[test]
+    fn fmt_us_switches_unit_after_rounding() {
+        // Rounding to 3 significant digits can reach the next precision or unit: it is
+        // printed as that one, never as `100.0ms` or `1000µs`.
+        assert_eq!(fmt_us(99_950.0), "100ms");
+        assert_eq!(fmt_us(99_949.0), "99.9ms");
+        assert_eq!(fmt_us(9_996.0), "10.0ms");
+        assert_eq!(fmt_us(999.6), "1.00ms");
+        assert_eq!(fmt_us(999.4), "999µs");
+        assert_eq!(fmt_us(999_600.0), "1.00s");
+        assert_eq!(fmt_us(9_999_000.0), "10.0s");
+        assert_eq!(fmt_us(99_960_000.0), "100s");
+        assert_eq!(fmt_us(0.0), "0µs");
         assert_eq!(fmt_bytes(512.0), "512 B");
         assert_eq!(fmt_bytes(1536.0), "1.5 KiB");
         assert_eq!(group_f(12.345), "12.3");

@@ -19,9 +19,12 @@ pub(crate) fn new_histogram() -> Histogram<u64> {
 pub(crate) enum ErrorKind {
     /// The TCP connection could not be opened.
     Connect,
-    /// A read or write on the connection failed (reset, broken pipe).
+    /// A read or write on the connection failed for another reason than the server ending it
+    /// (no route to host, for one).
     Io,
-    /// The server closed the connection before the response was complete.
+    /// The server ended the connection (a close, a reset, a broken pipe) before the response
+    /// was complete, or before any of it: a request written on a connection the server had
+    /// already closed counts here too.
     Closed,
     /// The response was not valid HTTP/1.1 (head or body framing).
     Parse,
@@ -46,8 +49,9 @@ pub(crate) struct Counts {
     /// Requests written during the measured window (rate mode: with their scheduled time in
     /// the window).
     pub sent: u64,
-    /// Rate mode: requests scheduled in the window with neither a response nor an error when
-    /// it ended (in flight, or never sent because their connection was still waiting).
+    /// Requests with neither a response nor an error when the window ended. Rate mode, timed
+    /// runs: scheduled in the window (in flight, or never sent because their connection was
+    /// still waiting). Otherwise: written in the window and still in flight.
     pub unanswered: u64,
 }
 

@@ -32,6 +32,12 @@ use crate::transport::Transport;
 /// How often the controller sends interval histograms.
 pub(crate) const TICK: Duration = Duration::from_secs(1);
 
+/// How long the connects opened before the clock starts are waited for (or the timeout, if
+/// shorter). One still pending then is left to its slot, which waits for it during the run.
+const CONNECT_WAIT: Duration = Duration::from_secs(1);
+/// How often that wait looks whether another worker has a connection open.
+const CONNECT_POLL: Duration = Duration::from_millis(10);
+
 /// What the workers of one level share. Read-only but for the request budget and the start.
 pub(crate) struct Plan {
     pub level: usize,
@@ -204,45 +210,78 @@ async fn run_with<T: Transport + 'static>(plan: Arc<Plan>, worker: usize) -> Wor
     // Connect before the clock starts, so the first requests do not pay for it: every slot
     // with keep-alive, only the very first slot without (its connection carries one request).
     // Whether anything connected at all tells an unreachable server from a failing one.
-    let mut early_errors = 0;
-    let mut conns: Vec<Option<T>> = Vec::with_capacity(indexes.len());
-    let pending: Vec<Option<JoinHandle<std::io::Result<T>>>> = indexes
+    let connect_start = Instant::now();
+    let mut firsts: Vec<FirstConn<T>> = indexes
         .iter()
         .map(|&index| {
-            (plan.keepalive || index == 0).then(|| {
-                let (addr, timeout) = (plan.addr, plan.timeout);
-                volt_rt::spawn(async move {
-                    match volt_rt::time::timeout(timeout, T::connect(addr)).await {
-                        Ok(result) => result,
-                        Err(elapsed) => Err(elapsed.into()),
-                    }
-                })
-            })
+            if !(plan.keepalive || index == 0) {
+                return FirstConn::None;
+            }
+            let (addr, timeout) = (plan.addr, plan.timeout);
+            FirstConn::Opening(Opening(volt_rt::spawn(async move {
+                match volt_rt::time::timeout(timeout, T::connect(addr)).await {
+                    Ok(result) => result,
+                    Err(elapsed) => Err(elapsed.into()),
+                }
+            })))
         })
         .collect();
-    for handle in pending {
-        let Some(handle) = handle else {
-            conns.push(None);
+    // The wait is bounded so that it cannot stretch a timed run: every connect is waited for
+    // up to `CONNECT_WAIT`; past that only while no worker has a connection open, and no
+    // longer than the run's duration. A connect left pending goes on in its slot.
+    let wait_all = connect_start + plan.timeout.min(CONNECT_WAIT);
+    let wait_any = connect_start
+        + match plan.stop {
+            Stop::Duration(d) => plan.timeout.min(d),
+            Stop::Requests(_) => plan.timeout,
+        };
+    let mut early_errors = 0;
+    for first in &mut firsts {
+        let FirstConn::Opening(opening) = first else {
             continue;
         };
-        match handle.await {
-            Ok(Ok(conn)) => {
+        let result = loop {
+            if opening.0.is_finished() {
+                break Some((&mut opening.0).await);
+            }
+            let now = Instant::now();
+            let until = if plan.connected.load(Ordering::Relaxed) > 0 {
+                wait_all
+            } else {
+                wait_any
+            };
+            if now >= until {
+                break None;
+            }
+            // Looked at again every `CONNECT_POLL`: another worker's connection moves the
+            // deadline up.
+            let step = (until - now).min(CONNECT_POLL);
+            if let Ok(result) = volt_rt::time::timeout(step, &mut opening.0).await {
+                break Some(result);
+            }
+        };
+        match result {
+            None => {}
+            Some(Ok(Ok(conn))) => {
                 plan.connected.fetch_add(1, Ordering::Relaxed);
-                conns.push(Some(conn));
+                *first = FirstConn::Open(conn);
             }
-            Ok(Err(e)) => {
+            Some(Ok(Err(e))) => {
                 early_errors += 1;
-                let mut first = plan.connect_error.lock().unwrap_or_else(|e| e.into_inner());
-                first.get_or_insert(e);
-                conns.push(None);
+                let mut error = plan.connect_error.lock().unwrap_or_else(|e| e.into_inner());
+                error.get_or_insert(e);
+                *first = FirstConn::None;
             }
-            Err(_) => {
+            Some(Err(_)) => {
                 early_errors += 1;
-                conns.push(None);
+                *first = FirstConn::None;
             }
         }
     }
-    let connected = conns.iter().filter(|c| c.is_some()).count() as u64;
+    let connected = firsts
+        .iter()
+        .filter(|c| matches!(c, FirstConn::Open(_)))
+        .count() as u64;
 
     // Every worker blocks here until all have connected: nothing else runs on this thread yet.
     if plan.barrier.wait().is_leader() {
@@ -256,7 +295,21 @@ async fn run_with<T: Transport + 'static>(plan: Arc<Plan>, worker: usize) -> Wor
         .expect("the barrier leader set the start");
     let measure_start = start + plan.warmup;
     if plan.connected.load(Ordering::Relaxed) == 0 {
-        // Nothing accepted a connection: `run` reports the target as unreachable.
+        // Nothing accepted a connection: `run` reports the target as unreachable. (Connects
+        // still pending are aborted as `firsts` is dropped.)
+        if plan
+            .connect_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+            && firsts.iter().any(|c| matches!(c, FirstConn::Opening(_)))
+        {
+            let mut error = plan.connect_error.lock().unwrap_or_else(|e| e.into_inner());
+            error.get_or_insert(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "connect not answered",
+            ));
+        }
         return WorkerResult::empty(rate_mode, start);
     }
     let end = match plan.stop {
@@ -295,8 +348,8 @@ async fn run_with<T: Transport + 'static>(plan: Arc<Plan>, worker: usize) -> Wor
             })
         })
         .collect();
-    for (slot, conn) in slots.iter().zip(conns) {
-        spawn_slot::<T>(&ctx, slot, conn);
+    for (slot, first) in slots.iter().zip(firsts) {
+        spawn_slot::<T>(&ctx, slot, first);
     }
 
     let (stopped_at, interrupted) = control::<T>(&ctx, &slots).await;
@@ -306,8 +359,10 @@ async fn run_with<T: Transport + 'static>(plan: Arc<Plan>, worker: usize) -> Wor
         }
     }
 
-    if rate_mode {
+    if rate_mode && ctx.end.is_some() {
         record_unanswered(&ctx, &slots, stopped_at);
+    } else {
+        count_in_flight(&ctx, &slots);
     }
     let mut rec = ctx.rec.borrow_mut();
     let last = rec.take_interval();
@@ -356,6 +411,25 @@ fn record_unanswered(ctx: &WorkerCtx, slots: &[Rc<Slot>], stopped_at: Instant) {
     }
 }
 
+/// Closed loop, and any run without a duration: counts the requests written in the measured
+/// window and still unanswered when the level ended (a timed run ends with requests in
+/// flight; a signal can end any run). They are in no latency: when they would have been
+/// answered is unknown, and a closed loop times only what completed. The slots' tasks are
+/// aborted: their state is final.
+fn count_in_flight(ctx: &WorkerCtx, slots: &[Rc<Slot>]) {
+    let in_flight: usize = slots
+        .iter()
+        .filter(|slot| {
+            // `waiting_since` is when the exchange of the requests in flight started.
+            slot.waiting_since
+                .get()
+                .is_some_and(|since| since >= ctx.measure_start)
+        })
+        .map(|slot| slot.in_flight.get())
+        .sum();
+    ctx.rec.borrow_mut().counts.unanswered += in_flight as u64;
+}
+
 /// How many sends the schedule of these slots had in `[measure_start, stopped_at)`.
 fn scheduled_in_window(ctx: &WorkerCtx, slots: &[Rc<Slot>], stopped_at: Instant) -> u64 {
     let Some(rate) = ctx.plan.rate else { return 0 };
@@ -374,8 +448,32 @@ fn scheduled_in_window(ctx: &WorkerCtx, slots: &[Rc<Slot>], stopped_at: Instant)
         .sum()
 }
 
-/// Starts the task that drives `slot`, with a connection if one is open already.
-fn spawn_slot<T: Transport + 'static>(ctx: &Rc<WorkerCtx>, slot: &Rc<Slot>, conn: Option<T>) {
+/// A slot's first connection, as the connect phase left it.
+enum FirstConn<T> {
+    Open(T),
+    /// Still connecting when the wait before the start ended.
+    Opening(Opening<T>),
+    /// None yet: the slot connects when it starts (or its connect failed).
+    None,
+}
+
+/// A connect task that is aborted when its handle is dropped: at the end of a level, and when
+/// `expire` replaces the slot task waiting for it.
+struct Opening<T>(JoinHandle<std::io::Result<T>>);
+
+impl<T> Drop for Opening<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Starts the task that drives `slot`, with its first connection if there is one.
+fn spawn_slot<T: Transport + 'static>(ctx: &Rc<WorkerCtx>, slot: &Rc<Slot>, first: FirstConn<T>) {
+    let conn = match first {
+        FirstConn::Open(conn) => Some(conn),
+        FirstConn::Opening(opening) => return spawn_connecting(ctx, slot, opening),
+        FirstConn::None => None,
+    };
     ctx.live.set(ctx.live.get() + 1);
     let guard = LiveGuard(ctx.clone());
     let (ctx, slot_ref) = (ctx.clone(), slot.clone());
@@ -384,6 +482,57 @@ fn spawn_slot<T: Transport + 'static>(ctx: &Rc<WorkerCtx>, slot: &Rc<Slot>, conn
         driver::drive::<T>(&ctx, &slot_ref, conn).await;
     });
     *slot.task.borrow_mut() = Some(task);
+}
+
+/// Starts a task that waits for the slot's pending connect, then hands the slot to a driver
+/// task of its own. (The driver's future awaited in this one would not be inlined into its
+/// task's poll any more: callgrind counts 10 to 50 instructions a request more, depending on
+/// how it is nested.)
+fn spawn_connecting<T: Transport + 'static>(
+    ctx: &Rc<WorkerCtx>,
+    slot: &Rc<Slot>,
+    opening: Opening<T>,
+) {
+    ctx.live.set(ctx.live.get() + 1);
+    let guard = LiveGuard(ctx.clone());
+    let (ctx, slot_ref) = (ctx.clone(), slot.clone());
+    let task = volt_rt::spawn(async move {
+        let _guard = guard;
+        let conn = finish_connect(&ctx, &slot_ref, opening).await;
+        // Replaces this task's handle in the slot; this task ends right after (its guard
+        // drops once the new task is counted live).
+        spawn_slot::<T>(
+            &ctx,
+            &slot_ref,
+            conn.map_or(FirstConn::None, FirstConn::Open),
+        );
+    });
+    *slot.task.borrow_mut() = Some(task);
+}
+
+/// Waits for a connect begun before the start. The slot is connecting meanwhile, so `expire`
+/// times it out like any connect (counting from the start); a connect that fails is a connect
+/// error, and the driver then connects again.
+async fn finish_connect<T: Transport>(
+    ctx: &WorkerCtx,
+    slot: &Slot,
+    mut opening: Opening<T>,
+) -> Option<T> {
+    slot.connecting.set(true);
+    slot.waiting_since.set(Some(ctx.start));
+    let result = (&mut opening.0).await;
+    slot.connecting.set(false);
+    slot.waiting_since.set(None);
+    match result {
+        Ok(Ok(conn)) => {
+            ctx.rec.borrow_mut().counts.connections += 1;
+            Some(conn)
+        }
+        Ok(Err(_)) | Err(_) => {
+            ctx.error(ErrorKind::Connect, ctx.start);
+            None
+        }
+    }
 }
 
 /// Counts a slot task as finished when it ends or is dropped (aborted).
@@ -453,7 +602,10 @@ async fn control<T: Transport + 'static>(
             Wake::Signal => return (now, true),
             Wake::Timer => {}
         }
-        if now >= next_tick {
+        // Every second due, if this wake came more than a second late (the thread was held
+        // up): the end check below would otherwise fold the seconds not sent yet into the
+        // last interval. What was recorded while late goes with the first of them.
+        while now >= next_tick {
             let mut rec = ctx.rec.borrow_mut();
             let interval = rec.take_interval();
             send_tick(ctx, tick_seq, next_tick, interval, rec.counts);
@@ -498,7 +650,7 @@ fn expire<T: Transport + 'static>(ctx: &Rc<WorkerCtx>, slots: &[Rc<Slot>], now: 
         slot.in_flight.set(0);
         slot.waiting_since.set(None);
         slot.connecting.set(false);
-        spawn_slot::<T>(ctx, slot, None);
+        spawn_slot::<T>(ctx, slot, FirstConn::None);
     }
 }
 

@@ -69,6 +69,55 @@ fn a_truncated_body_then_close_is_a_connection_error() {
     });
 }
 
+/// A server that closes each connection after one response, without `Connection: close`: the
+/// request written next on that connection is answered by the close (or a reset, whichever
+/// comes first). Each such request is one `closed` error, whichever it was, never dropped
+/// silently; the slot reconnects and goes on.
+#[test]
+fn a_request_on_a_connection_closed_without_notice_is_a_closed_error() {
+    guard(|| {
+        let server = TestServer::start(Behavior::OnePerConnection);
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(2)
+                .threads(1)
+                .duration(Duration::from_millis(1_000))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let level = &report.levels[0];
+        eprintln!(
+            "sent {} requests {} errors {:?} unanswered {}",
+            level.sent, level.requests, level.errors, level.unanswered
+        );
+        assert!(level.requests > 0);
+        assert!(level.errors.closed > 0, "{:?}", level.errors);
+        assert_eq!(
+            level.errors.total, level.errors.closed,
+            "{:?}",
+            level.errors
+        );
+        // Every request written is a response, an error, or still in flight at the end.
+        let failed = level.errors.total - level.errors.connect;
+        assert_eq!(
+            level.sent,
+            level.requests + failed + level.unanswered,
+            "{level:?}"
+        );
+
+        // With `--requests`, each request ends as a response or an error: exactly N.
+        let level = run_against(Behavior::OnePerConnection, 200, 1);
+        assert!(level.requests > 0);
+        assert_eq!(
+            level.errors.total, level.errors.closed,
+            "{:?}",
+            level.errors
+        );
+        assert_eq!(level.requests + level.errors.total, 200, "{level:?}");
+    });
+}
+
 #[test]
 fn a_silent_server_times_out() {
     guard(|| {
@@ -76,6 +125,39 @@ fn a_silent_server_times_out() {
         assert_eq!(level.requests, 0);
         assert_eq!(level.errors.timeout, 4);
         assert_eq!(level.errors.total, 4);
+    });
+}
+
+/// A closed-loop run shorter than the timeout against a server that never answers: the
+/// requests in flight at the end are neither responses nor errors. The report says they were
+/// sent and got no answer, rather than "Errors none" over "no responses" alone.
+#[test]
+fn a_silent_server_outlasting_a_short_run_shows_unanswered_requests() {
+    guard(|| {
+        let server = TestServer::start(Behavior::Silent);
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(3)
+                .threads(2)
+                .pipeline(2)
+                .duration(Duration::from_millis(300))
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let level = &report.levels[0];
+        assert_eq!(level.requests, 0);
+        assert_eq!(level.errors.total, 0, "{:?}", level.errors);
+        assert_eq!(level.sent, 6);
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["unanswered"], 6, "{json}");
+        let text = report.to_string();
+        assert!(
+            text.contains("6 requests sent and unanswered at the end"),
+            "{text}"
+        );
+        assert!(text.contains("warning: no response was received"), "{text}");
     });
 }
 
@@ -128,6 +210,74 @@ fn an_unreachable_target_is_a_usage_error() {
             assert!(err.is_usage());
             assert!(err.to_string().contains("cannot connect"), "{err}");
         }
+    });
+}
+
+/// A listener that never accepts, its accept queue filled: a connect to it gets no answer
+/// (the kernel drops the SYN) until the test ends. `room` connections are let in first (the
+/// queue makes room for one per accept).
+fn full_listener(room: usize) -> (std::net::TcpListener, Vec<std::net::TcpStream>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut queued = Vec::new();
+    // Connect until a connect is not answered: the queue is full.
+    loop {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+            Ok(s) => queued.push(s),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => break,
+            Err(e) => panic!("filling the accept queue, after {}: {e}", queued.len()),
+        }
+        assert!(queued.len() < 100_000, "the accept queue never filled");
+    }
+    for _ in 0..room {
+        let _ = listener.accept().unwrap();
+    }
+    (listener, queued)
+}
+
+/// Connects that hang (no SYN-ACK) must not stretch a timed run beyond its duration: they used
+/// to be awaited up to `--timeout` before the run started (a 1 s run lasted 30 s), and a
+/// target where every connect hangs was declared unreachable only after the whole timeout.
+#[test]
+fn hanging_connects_do_not_stretch_a_timed_run() {
+    guard(|| {
+        let run = |room: usize| {
+            let (listener, _queued) = full_listener(room);
+            let config = volt_bench::Config::builder()
+                .url(format!("http://{}/", listener.local_addr().unwrap()))
+                .connections(3)
+                .threads(2)
+                .duration(Duration::from_secs(1))
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap();
+            let started = std::time::Instant::now();
+            let result = volt_bench::run(&config);
+            (result, started.elapsed())
+        };
+
+        // One of the three connects is let in; the run goes on without the other two.
+        let (result, took) = run(1);
+        let report = result.unwrap();
+        let level = &report.levels[0];
+        eprintln!("partial: {took:?} {level:?}");
+        assert!(took < Duration::from_secs(15), "a 1 s run took {took:?}");
+        assert!(level.duration_s < 5.0, "{level:?}");
+        assert!(
+            (1..=3).contains(&level.connections_opened),
+            "{}",
+            level.connections_opened
+        );
+
+        // None is let in: unreachable, said within about the run's duration.
+        let (result, took) = run(0);
+        let err = result.unwrap_err();
+        assert!(
+            matches!(err, volt_bench::Error::Unreachable { .. }),
+            "{err}"
+        );
+        eprintln!("none: {took:?} {err}");
+        assert!(took < Duration::from_secs(15), "refused after {took:?}");
     });
 }
 

@@ -175,6 +175,72 @@ fn single_run_json_has_the_summary_at_the_top() {
     });
 }
 
+/// The per-second timeline is part of every report (`--json` has it), not only of runs that
+/// show a progress line or write a log: `--quiet --json` and the library's defaults had an
+/// empty one.
+#[test]
+fn a_run_without_progress_or_log_has_its_timeline() {
+    guard(|| {
+        let server = TestServer::start(Behavior::Hello);
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(2)
+                .threads(1)
+                .duration(Duration::from_millis(1_500))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let level = &report.levels[0];
+        let timeline = &level.timeline;
+        // One whole second, then the last half second.
+        assert_eq!(timeline.len(), 2, "{timeline:?}");
+        let counted: u64 = timeline.iter().map(|s| s.requests).sum();
+        assert_eq!(counted, level.requests);
+    });
+}
+
+/// A worker held up past the end of the run (here by an `inspect` callback that blocks its
+/// thread for 2.5 s): its controller wakes up late, with two whole seconds due. Each still gets
+/// its entry in the timeline, at its own time, before the last partial one; it used to send
+/// one and stop, folding the other second into the last interval.
+#[test]
+fn a_controller_woken_late_at_the_end_sends_every_second_due() {
+    guard(|| {
+        use std::sync::{Arc, Mutex};
+        use std::time::Instant;
+        let server = TestServer::start(Behavior::Hello);
+        let first: Arc<Mutex<Option<Instant>>> = Arc::default();
+        let blocked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(1)
+                .threads(1)
+                .duration(Duration::from_secs(2))
+                .inspect(move |_| {
+                    let first = *first.lock().unwrap().get_or_insert_with(Instant::now);
+                    if first.elapsed() >= Duration::from_millis(300)
+                        && !blocked.swap(true, std::sync::atomic::Ordering::Relaxed)
+                    {
+                        std::thread::sleep(Duration::from_millis(2_500));
+                    }
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let timeline = &report.levels[0].timeline;
+        let times: Vec<f64> = timeline.iter().map(|s| s.t_s).collect();
+        for second in [1.0, 2.0] {
+            assert!(
+                times.iter().any(|t| (t - second).abs() < 0.01),
+                "no entry for second {second}: {times:?}"
+            );
+        }
+        assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    });
+}
+
 /// Standard base64, enough for the interval log's histograms.
 fn base64_decode(s: &str) -> Vec<u8> {
     let value = |c: u8| match c {

@@ -24,6 +24,9 @@ pub enum Behavior {
     ChunkedPlain,
     /// A body delimited by closing the connection.
     UntilClose,
+    /// Like `Hello`, but the connection is closed after each response without saying so (no
+    /// `Connection: close`), as a server with a very short keep-alive idle timeout does.
+    OnePerConnection,
     /// Bytes that are no HTTP response at all.
     Garbage,
     /// A malformed status line.
@@ -186,6 +189,10 @@ fn serve(mut conn: TcpStream, s: &Shared) {
 fn respond(out: &mut Vec<u8>, behavior: &Behavior, path: &str, head: bool, close: bool) -> bool {
     let connection = if close { "Connection: close\r\n" } else { "" };
     match behavior {
+        Behavior::OnePerConnection => {
+            respond(out, &Behavior::Hello, path, head, close);
+            return true;
+        }
         Behavior::Hello | Behavior::Stall { .. } => {
             let _ = write!(
                 out,
