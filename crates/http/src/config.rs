@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// Limits and timeouts of a [`Server`](crate::Server). Every field has a sensible default;
-/// change the ones you need:
+/// change the ones you need (a timeout of `Duration::MAX` means no limit):
 ///
 /// ```
 /// let config = volt_http::Config { max_body_bytes: 1 << 20, ..Default::default() };
@@ -103,6 +103,22 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The timeouts capped at ~30 years, so that `Duration::MAX` means "no limit" rather than
+    /// a panic when it is added to the time a wait starts.
+    pub(crate) fn capped(mut self) -> Config {
+        const NEVER: Duration = Duration::from_secs(30 * 365 * 86_400);
+        for t in [
+            &mut self.header_read_timeout,
+            &mut self.idle_timeout,
+            &mut self.body_read_timeout,
+            &mut self.write_timeout,
+            &mut self.shutdown_timeout,
+        ] {
+            *t = (*t).min(NEVER);
+        }
+        self
+    }
+
     pub(crate) fn limits(&self) -> volt_proto::Limits {
         volt_proto::Limits {
             max_head_bytes: self.max_head_bytes,

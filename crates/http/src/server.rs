@@ -136,7 +136,7 @@ impl Server {
         // This listener took the default when it was bound. An error here would come again
         // when serving sets it on every worker's listener, and is reported there.
         let _ = set_defer_accept(&self.listener, config.defer_accept);
-        self.config = config;
+        self.config = config.capped();
         self
     }
 

@@ -246,3 +246,24 @@ fn write_timeout_fires_while_another_task_waits_for_the_body() {
     );
     drop(stuck);
 }
+
+/// `Duration::MAX` is a natural "no limit" for a timeout; added to the time a wait starts it
+/// panicked (in the connection's task: the request got no answer).
+#[test]
+fn timeouts_of_duration_max_mean_no_limit() {
+    let config = Config {
+        header_read_timeout: Duration::MAX,
+        idle_timeout: Duration::MAX,
+        body_read_timeout: Duration::MAX,
+        write_timeout: Duration::MAX,
+        shutdown_timeout: Duration::MAX,
+        ..Default::default()
+    };
+    let server = common::start_with(1, config, app());
+    let mut c = server.connect();
+    c.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.read_response().text(), text_response("200 OK", "", "hi"));
+    assert_eq!(c.read_response().text(), text_response("200 OK", "", "hi"));
+    drop(c);
+    server.shutdown();
+}
