@@ -94,13 +94,10 @@ pub fn sleep(duration: Duration) -> Sleep {
     sleep_until(after(Instant::now(), duration))
 }
 
-/// A wait this long never ends in practice (about 30 years), and its deadline is representable.
-const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 86_400);
-
-/// `start + duration`, with durations past [`FAR_FUTURE`] taken as that: `Duration::MAX` is a
-/// natural "no limit", and adding it to an `Instant` panics.
+/// `start + duration`, with durations past ~30 years (a wait that never ends in practice)
+/// taken as that: `Duration::MAX` is a natural "no limit", and adding it to an `Instant` panics.
 fn after(start: Instant, duration: Duration) -> Instant {
-    start + duration.min(FAR_FUTURE)
+    start + duration.min(Duration::from_secs(30 * 365 * 86_400))
 }
 
 /// Completes at `deadline` (at once if it passed).
