@@ -175,7 +175,7 @@ impl Stream<Tcp> {
     pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
         let mut last_err = None;
         for addr in addr.to_socket_addrs()? {
-            match Self::connect_one(addr).await {
+            match async { Stream::connect_fd(new_socket(addr)?, &addr).await }.await {
                 Ok(s) => return Ok(s),
                 Err(e) => last_err = Some(e),
             }
@@ -183,10 +183,6 @@ impl Stream<Tcp> {
         Err(last_err.unwrap_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "no addresses to connect to")
         }))
-    }
-
-    async fn connect_one(addr: SocketAddr) -> io::Result<TcpStream> {
-        Stream::connect_fd(new_socket(addr)?, &addr).await
     }
 
     /// Takes over a connected std socket (it is made non-blocking).
