@@ -347,25 +347,3 @@ fn streams_over_the_advertised_limit_are_refused() {
     }
     assert_eq!(body, b"Hello, World!");
 }
-
-/// The next whole frame from `stream` (`buf` keeps what was read beyond it): kind, flags,
-/// stream id, payload.
-fn next_frame(stream: &mut TcpStream, buf: &mut Vec<u8>) -> (u8, u8, u32, Vec<u8>) {
-    use std::io::Read;
-    loop {
-        if buf.len() >= 9 {
-            let len =
-                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
-            if buf.len() >= 9 + len {
-                let id = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
-                let f = (buf[3], buf[4], id, buf[9..9 + len].to_vec());
-                buf.drain(..9 + len);
-                return f;
-            }
-        }
-        let mut chunk = [0u8; 16 * 1024];
-        let n = stream.read(&mut chunk).expect("reading frames (hung?)");
-        assert!(n > 0, "the server closed the connection");
-        buf.extend_from_slice(&chunk[..n]);
-    }
-}

@@ -11,7 +11,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use h2::client::SendRequest;
-use h2common::{connect_h2c, get, read_response, send, send_body};
+use h2common::{
+    client_start, connect_h2c, frame, get, next_frame, read_response, send, send_body, DATA,
+    END_HEADERS, END_STREAM, GOAWAY, HEADERS, PING, RST_STREAM,
+};
 use volt_http::{get as route_get, post, Body, Config, Request, Response, Router};
 
 const BIG: usize = 12 * 1024 * 1024;
@@ -38,6 +41,7 @@ struct Gate {
 
 fn app(gate: Arc<Gate>) -> Router {
     let drop_gate = gate.clone();
+    let count_gate = gate.clone();
     Router::new()
         .route("/", route_get(|_req| async { "Hello, World!" }))
         .route(
@@ -60,6 +64,23 @@ fn app(gate: Arc<Gate>) -> Router {
                     len += chunk.len();
                 }
                 Ok::<_, volt_http::Error>(format!("{len} {sum}"))
+            }),
+        )
+        .route(
+            "/count-when-released",
+            post(move |mut req: Request| {
+                let gate = count_gate.clone();
+                async move {
+                    while !gate.release.load(Ordering::SeqCst) {
+                        volt_rt::time::sleep(std::time::Duration::from_millis(5)).await;
+                    }
+                    let (mut len, mut sum) = (0usize, 0u64);
+                    while let Some(chunk) = req.body_mut().chunk().await? {
+                        sum = sum.wrapping_add(checksum(&chunk, len));
+                        len += chunk.len();
+                    }
+                    Ok::<_, volt_http::Error>(format!("{len} {sum}"))
+                }
             }),
         )
         .route(
@@ -432,6 +453,56 @@ fn request_bodies_give_back_the_connection_window() {
             assert_eq!(r.status, 200, "request {i}");
         }
     });
+}
+
+/// The server advertises a stream window (256 KiB by default) larger than the default
+/// (64 KiB) in its first SETTINGS, and a client may use it as soon as it has read that frame
+/// (RFC 9113 §6.9.2), which may be before the server has its SETTINGS ACK. The server counted
+/// such a stream against the default window until the ACK and reset it with
+/// FLOW_CONTROL_ERROR. Raw frames: a 100 KiB body sent before any ACK, to a handler that reads
+/// nothing until all of it arrived (a PING after the body tells when), is taken whole.
+#[test]
+fn request_data_within_the_advertised_window_before_the_settings_ack() {
+    let (server, gate) = start(Config::default());
+    let mut stream = std::net::TcpStream::connect(server.addr()).unwrap();
+    stream.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    // POST /count-when-released, `:authority: t`.
+    let path = b"/count-when-released";
+    let mut block = vec![0x83, 0x86, 0x04, path.len() as u8];
+    block.extend_from_slice(path);
+    block.extend_from_slice(&[0x41, 0x01, b't']);
+    let body: Vec<u8> = (0..100 * 1024).map(pattern).collect();
+    // The client's SETTINGS, never an ACK of the server's.
+    let mut bytes = client_start();
+    bytes.extend(frame(HEADERS, END_HEADERS, 1, &block));
+    let pieces: Vec<&[u8]> = body.chunks(16 * 1024).collect();
+    for (i, piece) in pieces.iter().enumerate() {
+        let flags = if i + 1 == pieces.len() { END_STREAM } else { 0 };
+        bytes.extend(frame(DATA, flags, 1, piece));
+    }
+    bytes.extend(frame(PING, 0, 0, b"bodydone"));
+    std::io::Write::write_all(&mut stream, &bytes).unwrap();
+    let mut buf = Vec::new();
+    let mut answer = Vec::new();
+    loop {
+        let (kind, flags, id, payload) = next_frame(&mut stream, &mut buf);
+        assert!(
+            kind != RST_STREAM && kind != GOAWAY,
+            "frame {kind} on stream {id}: {payload:?}"
+        );
+        if kind == PING {
+            // Every DATA frame before it was taken: the handler may read now.
+            gate.release.store(true, Ordering::SeqCst);
+        }
+        if kind == DATA && id == 1 {
+            answer.extend_from_slice(&payload);
+            if flags & END_STREAM != 0 {
+                break;
+            }
+        }
+    }
+    let expected = format!("{} {}", body.len(), checksum(&body, 0));
+    assert_eq!(String::from_utf8_lossy(&answer), expected);
 }
 
 /// Sends `req` with `body` in DATA frames the last of which ends the stream (once the window
