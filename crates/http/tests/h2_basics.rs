@@ -175,6 +175,14 @@ fn app(gate: Arc<Gate>) -> Router {
             }),
         )
         .route(
+            "/status/{code}",
+            route_get(|req: Request| async move {
+                let code: u16 = req.param("code")?;
+                let status = http::StatusCode::from_u16(code).expect("a valid status");
+                Ok::<_, volt_http::Error>(Response::new(status).with_body("from the handler"))
+            }),
+        )
+        .route(
             "/wait",
             route_get(move |_req| {
                 let gate = gate.clone();
@@ -608,6 +616,30 @@ fn a_handler_panic_is_500_for_its_stream_only() {
             assert_eq!(panicked.text(), "internal server error\n");
         })
         .await;
+    });
+}
+
+/// A handler that returns a 1xx status as its final response was sent as a HEADERS frame with
+/// END_STREAM and `:status` 1xx, which RFC 9113 §8.1 makes malformed (a 1xx is informational,
+/// never the end of a response): the client reset the stream. It is a handler bug, answered as
+/// a panic is: 500 on that stream only.
+#[test]
+fn a_1xx_final_response_is_500_for_its_stream_only() {
+    let (server, gate) = start(Config::default());
+    let addr = server.addr();
+    gate.release.store(true, Ordering::SeqCst);
+    volt_rt::block_on(async move {
+        let client = connect_h2c(addr).await;
+        for code in [100, 101, 103] {
+            stays_in_its_stream(&client, |mut b| async move {
+                let r = send(&mut b, get(&format!("/status/{code}")), Bytes::new()).await;
+                assert_eq!(
+                    (r.status, r.text()),
+                    (500, "internal server error\n".into())
+                );
+            })
+            .await;
+        }
     });
 }
 

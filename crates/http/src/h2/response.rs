@@ -45,6 +45,10 @@ where
 {
     /// Sends what it can of `response` now; a task keeps what is left.
     pub(super) fn respond(&mut self, mut task: Task<F>, mut response: Response) {
+        if response.status.is_informational() {
+            // A handler bug, answered as a panic is (500 on this stream).
+            response = response.informational_as_final();
+        }
         task.out = self.start_response(task.id, task.is_head, &mut response);
         self.pump_task(&mut task, None);
         if self.task_finished(&mut task) {
