@@ -98,7 +98,9 @@ fn app(gate: Arc<Gate>) -> Router {
                 trailers.insert("connection", "close".parse().unwrap());
                 trailers.insert("te", "gzip".parse().unwrap());
                 Response::text(Body::from("ok").with_trailers(trailers))
-                    .with_header("connection", "close")
+                    // Not `close`: that ends the connection (see
+                    // `connection_close_from_a_handler_sends_goaway`).
+                    .with_header("connection", "keep-alive")
                     .with_header("keep-alive", "timeout=5")
                     .with_header("proxy-connection", "keep-alive")
                     .with_header("transfer-encoding", "chunked")
@@ -173,6 +175,10 @@ fn app(gate: Arc<Gate>) -> Router {
                 }
                 "unreachable"
             }),
+        )
+        .route(
+            "/close-after",
+            route_get(|_req| async { Response::text("bye").with_header("connection", "close") }),
         )
         .route(
             "/status/{code}",
@@ -511,6 +517,40 @@ fn request_data_within_the_advertised_window_before_the_settings_ack() {
     }
     let expected = format!("{} {}", body.len(), checksum(&body, 0));
     assert_eq!(String::from_utf8_lossy(&answer), expected);
+}
+
+/// A handler's `Connection: close` closed an HTTP/1 connection after its response, but on
+/// HTTP/2 it was only dropped (a connection-specific field, RFC 9113 §8.2.2) and the
+/// connection went on. It now maps to a graceful GOAWAY after that response: a stream already
+/// running finishes, no new stream is taken, and the connection closes.
+#[test]
+fn connection_close_from_a_handler_sends_goaway() {
+    let (server, gate) = start(Config::default());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let mut client = connect_h2c(addr).await;
+        let mut a = client.clone();
+        let slow = volt_rt::spawn(async move { send(&mut a, get("/wait"), Bytes::new()).await });
+        while !gate.started.load(Ordering::SeqCst) {
+            volt_rt::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let r = send(&mut client, get("/close-after"), Bytes::new()).await;
+        assert_eq!((r.status, r.text()), (200, "bye".to_string()));
+        assert!(!r.headers.contains_key("connection"));
+        gate.release.store(true, Ordering::SeqCst);
+        let r = slow.await.unwrap();
+        assert_eq!((r.status, r.text()), (200, "finished".to_string()));
+        let refused = match client.clone().ready().await {
+            Err(_) => true,
+            Ok(mut c) => match c.send_request(get("/"), true) {
+                Err(_) => true,
+                Ok((response, _)) => response.await.is_err(),
+            },
+        };
+        assert!(refused, "a new stream after GOAWAY must be refused");
+    });
+    // Other connections are served as before.
+    assert!(server.get("/").starts_with("HTTP/1.1 200 OK"));
 }
 
 /// Sends `req` with `body` in DATA frames the last of which ends the stream (once the window
