@@ -199,6 +199,21 @@ impl Response {
     pub fn take_body(&mut self) -> Body {
         std::mem::replace(&mut self.body, Body::empty())
     }
+
+    /// What answers a handler that returned this response, whose status is 1xx, as its final
+    /// one. That is a bug in the handler: a 1xx is informational, never the end of an exchange
+    /// (RFC 9110 §15.2; on HTTP/2 a 1xx ending its stream is malformed, RFC 9113 §8.1), and
+    /// volt has no upgrade a 101 could switch to. Sent as it is, an HTTP/1 client would wait for
+    /// a final response that never comes. It is logged and answered 500, as a panic is.
+    pub(crate) fn informational_as_final(&self) -> Response {
+        log::error!(
+            "a handler returned {} as its final response (a 1xx status is informational \
+             only); answering 500",
+            self.status
+        );
+        crate::Error::new(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
+            .into_response()
+    }
 }
 
 /// Appends `value` as JSON to `out`: by volt's own serializer, or by serde_json for the

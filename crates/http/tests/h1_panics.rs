@@ -6,7 +6,8 @@ mod common;
 use std::time::Duration;
 
 use common::{error_close, text_response, PanicAfter};
-use volt_http::{get, Body, Response, Router};
+use http::StatusCode;
+use volt_http::{get, Body, Request, Response, Router};
 
 fn app() -> Router {
     Router::new()
@@ -49,6 +50,14 @@ fn app() -> Router {
             "/panicking-stream",
             get(|_req| async { Response::text(Body::stream(PanicAfter(2))) }),
         )
+        .route(
+            "/status/{code}",
+            get(|req: Request| async move {
+                let code: u16 = req.param("code")?;
+                let status = StatusCode::from_u16(code).expect("a valid status");
+                Ok::<_, volt_http::Error>(Response::new(status).with_body("from the handler"))
+            }),
+        )
 }
 
 fn internal_error() -> String {
@@ -87,6 +96,17 @@ fn handler_panic_on_first_poll_is_500_and_closes() {
 #[test]
 fn handler_panic_after_awaiting_is_500_and_closes() {
     assert_panic_is_contained("/panic-later");
+}
+
+/// A handler that returns a 1xx status as its final response (100, 101 with no upgrade behind
+/// it, 103): the client got the 1xx and then waited for a final response that never came
+/// (or, after a 101, took the connection for switched). That is a handler bug, answered as a
+/// panic is: 500, and the connection closes.
+#[test]
+fn a_1xx_final_response_is_500_and_closes() {
+    for code in [100, 101, 103] {
+        assert_panic_is_contained(&format!("/status/{code}"));
+    }
 }
 
 #[test]

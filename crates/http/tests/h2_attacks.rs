@@ -250,6 +250,54 @@ fn a_response_stalled_on_a_zero_window_is_reset() {
     );
 }
 
+/// The connection's deadlines were looked at only when its loop ran out of work: a client
+/// that kept the loop busy held them off for as long as it liked. Here a response is stalled
+/// on a zero stream window while the client sends connection-level WINDOW_UPDATEs (one byte
+/// each: no budget counts them, and they open nothing for the stalled stream) as fast as the
+/// server reads them. The stall must still reset the stream after `write_timeout`.
+#[test]
+fn a_busy_connection_still_resets_a_stalled_stream() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let config = Config {
+        write_timeout: std::time::Duration::from_secs(1),
+        ..Config::default()
+    };
+    let server = common::start_with(1, config, app());
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    let mut bytes = PREFACE.to_vec();
+    bytes.extend(frame(SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 0]));
+    bytes.extend(frame(
+        HEADERS,
+        END_STREAM | END_HEADERS,
+        1,
+        &request_block(false),
+    ));
+    stream.write_all(&bytes).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let mut writer = stream.try_clone().unwrap();
+    let flooder = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let updates: Vec<u8> = (0..80_000)
+                .flat_map(|_| frame(WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes()))
+                .collect();
+            // Until the test has its answer (or the server closes).
+            while !done.load(Ordering::SeqCst) && writer.write_all(&updates).is_ok() {}
+        })
+    };
+    let got = read_until_reset_or_goaway(&mut stream, 1);
+    done.store(true, Ordering::SeqCst);
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    flooder.join().unwrap();
+    assert_eq!(
+        got,
+        Some((RST_STREAM, 0x8)),
+        "RST_STREAM CANCEL on stream 1"
+    );
+}
+
 /// A client that goes silent holds its connection no longer than the timeouts: one that sends
 /// nothing after its preface is closed by `idle_timeout`; one that stops in the middle of a
 /// header block (HEADERS without END_HEADERS) by `header_read_timeout`, as a partial HTTP/1
@@ -346,26 +394,4 @@ fn streams_over_the_advertised_limit_are_refused() {
         }
     }
     assert_eq!(body, b"Hello, World!");
-}
-
-/// The next whole frame from `stream` (`buf` keeps what was read beyond it): kind, flags,
-/// stream id, payload.
-fn next_frame(stream: &mut TcpStream, buf: &mut Vec<u8>) -> (u8, u8, u32, Vec<u8>) {
-    use std::io::Read;
-    loop {
-        if buf.len() >= 9 {
-            let len =
-                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
-            if buf.len() >= 9 + len {
-                let id = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
-                let f = (buf[3], buf[4], id, buf[9..9 + len].to_vec());
-                buf.drain(..9 + len);
-                return f;
-            }
-        }
-        let mut chunk = [0u8; 16 * 1024];
-        let n = stream.read(&mut chunk).expect("reading frames (hung?)");
-        assert!(n > 0, "the server closed the connection");
-        buf.extend_from_slice(&chunk[..n]);
-    }
 }

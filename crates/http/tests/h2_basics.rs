@@ -11,7 +11,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use h2::client::SendRequest;
-use h2common::{connect_h2c, get, read_response, send, send_body};
+use h2common::{
+    client_start, connect_h2c, frame, get, next_frame, read_response, send, send_body, DATA,
+    END_HEADERS, END_STREAM, GOAWAY, HEADERS, PING, RST_STREAM,
+};
 use volt_http::{get as route_get, post, Body, Config, Request, Response, Router};
 
 const BIG: usize = 12 * 1024 * 1024;
@@ -38,6 +41,7 @@ struct Gate {
 
 fn app(gate: Arc<Gate>) -> Router {
     let drop_gate = gate.clone();
+    let count_gate = gate.clone();
     Router::new()
         .route("/", route_get(|_req| async { "Hello, World!" }))
         .route(
@@ -63,6 +67,23 @@ fn app(gate: Arc<Gate>) -> Router {
             }),
         )
         .route(
+            "/count-when-released",
+            post(move |mut req: Request| {
+                let gate = count_gate.clone();
+                async move {
+                    while !gate.release.load(Ordering::SeqCst) {
+                        volt_rt::time::sleep(std::time::Duration::from_millis(5)).await;
+                    }
+                    let (mut len, mut sum) = (0usize, 0u64);
+                    while let Some(chunk) = req.body_mut().chunk().await? {
+                        sum = sum.wrapping_add(checksum(&chunk, len));
+                        len += chunk.len();
+                    }
+                    Ok::<_, volt_http::Error>(format!("{len} {sum}"))
+                }
+            }),
+        )
+        .route(
             "/first-chunk",
             post(|mut req: Request| async move {
                 let first = req.body_mut().chunk().await?.map_or(0, |c| c.len());
@@ -77,7 +98,9 @@ fn app(gate: Arc<Gate>) -> Router {
                 trailers.insert("connection", "close".parse().unwrap());
                 trailers.insert("te", "gzip".parse().unwrap());
                 Response::text(Body::from("ok").with_trailers(trailers))
-                    .with_header("connection", "close")
+                    // Not `close`: that ends the connection (see
+                    // `connection_close_from_a_handler_sends_goaway`).
+                    .with_header("connection", "keep-alive")
                     .with_header("keep-alive", "timeout=5")
                     .with_header("proxy-connection", "keep-alive")
                     .with_header("transfer-encoding", "chunked")
@@ -151,6 +174,18 @@ fn app(gate: Arc<Gate>) -> Router {
                     panic!("handler panic (expected by the test)");
                 }
                 "unreachable"
+            }),
+        )
+        .route(
+            "/close-after",
+            route_get(|_req| async { Response::text("bye").with_header("connection", "close") }),
+        )
+        .route(
+            "/status/{code}",
+            route_get(|req: Request| async move {
+                let code: u16 = req.param("code")?;
+                let status = http::StatusCode::from_u16(code).expect("a valid status");
+                Ok::<_, volt_http::Error>(Response::new(status).with_body("from the handler"))
             }),
         )
         .route(
@@ -434,6 +469,90 @@ fn request_bodies_give_back_the_connection_window() {
     });
 }
 
+/// The server advertises a stream window (256 KiB by default) larger than the default
+/// (64 KiB) in its first SETTINGS, and a client may use it as soon as it has read that frame
+/// (RFC 9113 §6.9.2), which may be before the server has its SETTINGS ACK. The server counted
+/// such a stream against the default window until the ACK and reset it with
+/// FLOW_CONTROL_ERROR. Raw frames: a 100 KiB body sent before any ACK, to a handler that reads
+/// nothing until all of it arrived (a PING after the body tells when), is taken whole.
+#[test]
+fn request_data_within_the_advertised_window_before_the_settings_ack() {
+    let (server, gate) = start(Config::default());
+    let mut stream = std::net::TcpStream::connect(server.addr()).unwrap();
+    stream.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    // POST /count-when-released, `:authority: t`.
+    let path = b"/count-when-released";
+    let mut block = vec![0x83, 0x86, 0x04, path.len() as u8];
+    block.extend_from_slice(path);
+    block.extend_from_slice(&[0x41, 0x01, b't']);
+    let body: Vec<u8> = (0..100 * 1024).map(pattern).collect();
+    // The client's SETTINGS, never an ACK of the server's.
+    let mut bytes = client_start();
+    bytes.extend(frame(HEADERS, END_HEADERS, 1, &block));
+    let pieces: Vec<&[u8]> = body.chunks(16 * 1024).collect();
+    for (i, piece) in pieces.iter().enumerate() {
+        let flags = if i + 1 == pieces.len() { END_STREAM } else { 0 };
+        bytes.extend(frame(DATA, flags, 1, piece));
+    }
+    bytes.extend(frame(PING, 0, 0, b"bodydone"));
+    std::io::Write::write_all(&mut stream, &bytes).unwrap();
+    let mut buf = Vec::new();
+    let mut answer = Vec::new();
+    loop {
+        let (kind, flags, id, payload) = next_frame(&mut stream, &mut buf);
+        assert!(
+            kind != RST_STREAM && kind != GOAWAY,
+            "frame {kind} on stream {id}: {payload:?}"
+        );
+        if kind == PING {
+            // Every DATA frame before it was taken: the handler may read now.
+            gate.release.store(true, Ordering::SeqCst);
+        }
+        if kind == DATA && id == 1 {
+            answer.extend_from_slice(&payload);
+            if flags & END_STREAM != 0 {
+                break;
+            }
+        }
+    }
+    let expected = format!("{} {}", body.len(), checksum(&body, 0));
+    assert_eq!(String::from_utf8_lossy(&answer), expected);
+}
+
+/// A handler's `Connection: close` closed an HTTP/1 connection after its response, but on
+/// HTTP/2 it was only dropped (a connection-specific field, RFC 9113 §8.2.2) and the
+/// connection went on. It now maps to a graceful GOAWAY after that response: a stream already
+/// running finishes, no new stream is taken, and the connection closes.
+#[test]
+fn connection_close_from_a_handler_sends_goaway() {
+    let (server, gate) = start(Config::default());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let mut client = connect_h2c(addr).await;
+        let mut a = client.clone();
+        let slow = volt_rt::spawn(async move { send(&mut a, get("/wait"), Bytes::new()).await });
+        while !gate.started.load(Ordering::SeqCst) {
+            volt_rt::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let r = send(&mut client, get("/close-after"), Bytes::new()).await;
+        assert_eq!((r.status, r.text()), (200, "bye".to_string()));
+        assert!(!r.headers.contains_key("connection"));
+        gate.release.store(true, Ordering::SeqCst);
+        let r = slow.await.unwrap();
+        assert_eq!((r.status, r.text()), (200, "finished".to_string()));
+        let refused = match client.clone().ready().await {
+            Err(_) => true,
+            Ok(mut c) => match c.send_request(get("/"), true) {
+                Err(_) => true,
+                Ok((response, _)) => response.await.is_err(),
+            },
+        };
+        assert!(refused, "a new stream after GOAWAY must be refused");
+    });
+    // Other connections are served as before.
+    assert!(server.get("/").starts_with("HTTP/1.1 200 OK"));
+}
+
 /// Sends `req` with `body` in DATA frames the last of which ends the stream (once the window
 /// allows the whole body), and reads the response.
 async fn send_ended(
@@ -537,6 +656,30 @@ fn a_handler_panic_is_500_for_its_stream_only() {
             assert_eq!(panicked.text(), "internal server error\n");
         })
         .await;
+    });
+}
+
+/// A handler that returns a 1xx status as its final response was sent as a HEADERS frame with
+/// END_STREAM and `:status` 1xx, which RFC 9113 §8.1 makes malformed (a 1xx is informational,
+/// never the end of a response): the client reset the stream. It is a handler bug, answered as
+/// a panic is: 500 on that stream only.
+#[test]
+fn a_1xx_final_response_is_500_for_its_stream_only() {
+    let (server, gate) = start(Config::default());
+    let addr = server.addr();
+    gate.release.store(true, Ordering::SeqCst);
+    volt_rt::block_on(async move {
+        let client = connect_h2c(addr).await;
+        for code in [100, 101, 103] {
+            stays_in_its_stream(&client, |mut b| async move {
+                let r = send(&mut b, get(&format!("/status/{code}")), Bytes::new()).await;
+                assert_eq!(
+                    (r.status, r.text()),
+                    (500, "internal server error\n".into())
+                );
+            })
+            .await;
+        }
     });
 }
 

@@ -638,6 +638,11 @@ impl ConnIo {
             declared,
             reader,
         } = answering;
+        // A 1xx as the final response is a handler bug, answered as a panic is.
+        let (response, panicked) = match response.status.is_informational() {
+            true => (response.informational_as_final(), true),
+            false => (response, panicked),
+        };
         // What the handler left of the body is skipped after the response is written (see
         // `after_body`), as the client may hold the rest back until it has the answer. Here
         // only whether skipping can work decides `Connection`.

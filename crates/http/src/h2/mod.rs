@@ -232,7 +232,11 @@ where
                 return Poll::Pending;
             }
         }
-        // Still busy: let the worker's other connections run, and come back.
+        // Still busy. The deadlines are looked at all the same: a client that keeps the loop
+        // busy (a stream of tiny WINDOW_UPDATEs, say) must not hold them off. Then the
+        // worker's other connections run, and this one comes back (what expired is acted on
+        // in the next pass).
+        self.poll_timers(cx);
         cx.waker().wake_by_ref();
         Poll::Pending
     }

@@ -16,7 +16,7 @@ use crate::body::{BodyKind, BodyStream, Trailers};
 use crate::response::Response;
 use crate::Request;
 
-use super::{Driver, Task, FLUSH_AT};
+use super::{Driver, Phase, Task, FLUSH_AT};
 
 /// What is left of a response.
 pub(super) enum Outgoing {
@@ -45,8 +45,18 @@ where
 {
     /// Sends what it can of `response` now; a task keeps what is left.
     pub(super) fn respond(&mut self, mut task: Task<F>, mut response: Response) {
+        if response.status.is_informational() {
+            // A handler bug, answered as a panic is (500 on this stream).
+            response = response.informational_as_final();
+        }
+        // `Connection: close` is not sent on HTTP/2 (§8.2.2), but it still ends the
+        // connection: with a graceful GOAWAY once this response is out.
+        let close = response.asks_to_close();
         task.out = self.start_response(task.id, task.is_head, &mut response);
         self.pump_task(&mut task, None);
+        if close && self.phase == Phase::Serving {
+            self.go_away();
+        }
         if self.task_finished(&mut task) {
             self.retire(task);
         } else {

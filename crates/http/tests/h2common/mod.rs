@@ -103,6 +103,7 @@ pub const RST_STREAM: u8 = 0x3;
 pub const SETTINGS: u8 = 0x4;
 pub const PING: u8 = 0x6;
 pub const GOAWAY: u8 = 0x7;
+pub const WINDOW_UPDATE: u8 = 0x8;
 pub const CONTINUATION: u8 = 0x9;
 pub const END_STREAM: u8 = 0x1;
 pub const END_HEADERS: u8 = 0x4;
@@ -163,6 +164,27 @@ pub fn read_until_goaway(stream: &mut TcpStream) -> Option<u32> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {} // see `Client::fill`
             Err(e) => panic!("reading frames (hung?): {e}"),
         }
+    }
+}
+
+/// The next whole frame from `stream` (`buf` keeps what was read beyond it): kind, flags,
+/// stream id, payload.
+pub fn next_frame(stream: &mut TcpStream, buf: &mut Vec<u8>) -> (u8, u8, u32, Vec<u8>) {
+    loop {
+        if buf.len() >= 9 {
+            let len =
+                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
+            if buf.len() >= 9 + len {
+                let id = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
+                let f = (buf[3], buf[4], id, buf[9..9 + len].to_vec());
+                buf.drain(..9 + len);
+                return f;
+            }
+        }
+        let mut chunk = [0u8; 16 * 1024];
+        let n = stream.read(&mut chunk).expect("reading frames (hung?)");
+        assert!(n > 0, "the server closed the connection");
+        buf.extend_from_slice(&chunk[..n]);
     }
 }
 

@@ -160,6 +160,46 @@ mod tests {
         assert_eq!((events.len(), err), (1, None));
     }
 
+    /// A client may send within the window the server advertised as soon as it read the
+    /// server's SETTINGS, before its ACK arrives (RFC 9113 §6.9.2); and within the default
+    /// window until then, should the server advertise a smaller one (§6.9.3).
+    #[test]
+    fn the_advertised_window_holds_before_the_settings_ack() {
+        for (advertised, before_ack, after_ack) in [(100_000, 100_000, 100_000), (10, 65_535, 10)] {
+            let mut out = Vec::new();
+            let mut conn = Connection::new(
+                Settings {
+                    initial_window_size: advertised,
+                    ..Settings::default()
+                },
+                &mut out,
+            );
+            // The client's SETTINGS, no ACK: stream 1 may take `before_ack` bytes.
+            let mut bytes = H2_PREFACE.to_vec();
+            bytes.extend(frame(0x4, 0, 0, &[]));
+            bytes.extend(headers(1, 0, &POST));
+            let body = vec![b'x'; before_ack as usize];
+            for piece in body.chunks(16_384) {
+                bytes.extend(data(1, 0, piece));
+            }
+            let (_, out, err) = run(&mut conn, &bytes);
+            assert_eq!(err, None);
+            assert_eq!(rst_code(&out, 1), None, "{advertised}: within the window");
+            let (_, out, _) = run(&mut conn, &data(1, 0, b"x"));
+            assert_eq!(rst_code(&out, 1), Some(Reason::FLOW_CONTROL_ERROR));
+            // After the ACK a new stream gets the advertised window exactly.
+            run(&mut conn, &frame(0x4, flags::ACK, 0, &[]));
+            let mut bytes = headers(3, 0, &POST);
+            for piece in vec![b'x'; after_ack as usize].chunks(16_384) {
+                bytes.extend(data(3, 0, piece));
+            }
+            let (_, out, _) = run(&mut conn, &bytes);
+            assert_eq!(rst_code(&out, 3), None, "{advertised}: within the window");
+            let (_, out, _) = run(&mut conn, &data(3, 0, b"x"));
+            assert_eq!(rst_code(&out, 3), Some(Reason::FLOW_CONTROL_ERROR));
+        }
+    }
+
     #[test]
     fn response_body_waits_for_window() {
         let mut conn = open(Settings::default());

@@ -209,8 +209,10 @@ pub struct Connection {
     peer_initial_window: u32,
     /// The client's largest frame payload.
     peer_max_frame_size: u32,
-    /// The initial window of new request streams: the default until the client acknowledged
-    /// the server's SETTINGS, the configured one after.
+    /// The initial window of new request streams: until the client acknowledged the server's
+    /// SETTINGS, the larger of the default and the configured one (the client may use the
+    /// advertised window as soon as it read the SETTINGS, and the old one until then); the
+    /// configured one after.
     recv_initial_window: u32,
     /// The connection's send window.
     send_window: i64,
@@ -257,7 +259,7 @@ impl Connection {
             goaway: None,
             peer_initial_window: frame::DEFAULT_WINDOW,
             peer_max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
-            recv_initial_window: frame::DEFAULT_WINDOW,
+            recv_initial_window: settings.initial_window_size.max(frame::DEFAULT_WINDOW),
             send_window: i64::from(frame::DEFAULT_WINDOW),
             recv_window: i64::from(window),
             block: None,
