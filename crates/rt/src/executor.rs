@@ -405,13 +405,13 @@ pub(crate) fn run_core<F: Future>(core: Core, future: F) -> F::Output {
             // first means spawns sent meanwhile (by those tasks' destructors, or other workers)
             // are cancelled too, rather than left waiting for a worker that is gone.
             let unrun = try_with_core(|core| core.shared.set_closed(true)).unwrap_or_default();
-            // Until none is left: a destructor may spawn a task (handing it a socket, say), and
-            // a task dropped after this would find no core to deregister its sockets with.
+            unrun.into_iter().for_each(drop_contained);
+            // Until none is left: a destructor (of a task, or of a spawn above) may spawn a task
+            // (handing it a socket, say), and one dropped after this would find no core.
             let drain = |core: &Core| core.tasks.borrow_mut().drain().collect::<Vec<_>>();
             while let Some(tasks) = try_with_core(drain).filter(|t| !t.is_empty()) {
                 tasks.into_iter().for_each(drop_contained);
             }
-            unrun.into_iter().for_each(drop_contained);
             CORE.set(std::ptr::null());
             WOKE_AT.with(|t| t.set(None)); // a later worker on this thread starts afresh
         }

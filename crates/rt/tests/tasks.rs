@@ -900,3 +900,35 @@ fn tasks_spawned_by_destructors_at_exit_are_dropped_on_the_worker() {
         assert_eq!(dropped.get(), 4, "every level was dropped");
     });
 }
+
+/// Regression (the same as the one above, reached another way): a spawn sent to a worker that
+/// exits before running it is dropped at exit, and a task its destructor spawns was left in the
+/// slab (dropped after the drain), so that task's own destructor ran outside any worker.
+#[test]
+fn tasks_spawned_by_unrun_spawns_at_exit_are_dropped_on_the_worker() {
+    /// Spawns a task holding a `SpawnOnDrop` one level lower, down to 0.
+    struct SpawnOnDrop(u32, Arc<AtomicUsize>);
+    impl Drop for SpawnOnDrop {
+        fn drop(&mut self) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            if self.0 > 0 {
+                let next = SpawnOnDrop(self.0 - 1, self.1.clone());
+                spawn(async move {
+                    let _next = next;
+                    pending::<()>().await;
+                });
+            }
+        }
+    }
+    guard(|| {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let first = SpawnOnDrop(3, dropped.clone());
+        block_on(async move {
+            // Sent to this worker's inbox, and left there: the main future returns first.
+            drop(volt_rt::spawn_on(0, move || async move {
+                let _first = first;
+            }));
+        });
+        assert_eq!(dropped.load(Ordering::SeqCst), 4, "every level was dropped");
+    });
+}
