@@ -746,3 +746,41 @@ fn graceful_shutdown_sends_goaway_and_finishes_streams() {
     shutter.join().unwrap();
     server.join().expect("serve returned Ok after the shutdown");
 }
+
+/// A `:path` in neither of the forms HTTP/2 allows (origin-form, or `*`; RFC 9113 §8.3.1),
+/// or with a fragment or a byte no request target holds (HPACK carries any byte), is answered
+/// 400 as the same target is over HTTP/1; it was routed (`users/1` a 404, `/hello/a#b` a 200).
+#[test]
+fn a_path_in_no_request_target_form_is_400() {
+    let (server, _) = start(Config::default());
+    let mut stream = std::net::TcpStream::connect(server.addr()).unwrap();
+    stream.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    let paths: [&[u8]; 6] = [
+        b"users/1",
+        b"?x=1",
+        b"/hello/a#b",
+        b"/hello/a b",
+        b"/hello/caf\xc3\xa9",
+        b"/hello/ok",
+    ];
+    let mut bytes = client_start();
+    for (i, path) in (0u32..).zip(paths) {
+        // GET, http, `:path` as a literal, `:authority: t`.
+        let mut block = vec![0x82, 0x86, 0x04, path.len() as u8];
+        block.extend_from_slice(path);
+        block.extend([0x41, 0x01, b't']);
+        bytes.extend(frame(HEADERS, END_STREAM | END_HEADERS, 1 + 2 * i, &block));
+    }
+    std::io::Write::write_all(&mut stream, &bytes).unwrap();
+    let mut statuses = vec![0u8; paths.len()];
+    let mut buf = Vec::new();
+    while statuses.contains(&0) {
+        let (kind, _, id, payload) = next_frame(&mut stream, &mut buf);
+        if kind == HEADERS {
+            // The status is the block's first byte, indexed from the static table.
+            statuses[(id as usize - 1) / 2] = payload[0];
+        }
+    }
+    // 0x8c is `:status: 400`, 0x88 `:status: 200`.
+    assert_eq!(statuses, [0x8c, 0x8c, 0x8c, 0x8c, 0x8c, 0x88], "{paths:?}");
+}

@@ -732,6 +732,9 @@ fn to_request(
         Some(authority) if method == Method::CONNECT => authority,
         _ => head.path,
     };
+    if !target_ok(&method, head.get(target)) {
+        return Err(Error::bad_request("invalid request target"));
+    }
     if (target.end - target.start) as usize > config.max_uri_bytes {
         return Err(Error::new(
             StatusCode::URI_TOO_LONG,
@@ -770,6 +773,14 @@ fn to_request(
         }),
     };
     Ok((Request::from_parts(parts.clone(), body), parts))
+}
+
+/// Whether `target` (`:path`, `:authority` for CONNECT) is one HTTP/1's parser would admit:
+/// visible ASCII without a `#` (HPACK carries any byte), and a `:path` in the origin form or `*`
+/// (RFC 9113 §8.3.1). The router and [`Request`] rely on that.
+fn target_ok(method: &Method, target: &[u8]) -> bool {
+    let form = *method == Method::CONNECT || target.starts_with(b"/") || target == b"*";
+    form && target.iter().all(|&b| b.is_ascii_graphic() && b != b'#')
 }
 
 /// Trailer fields as a [`HeaderMap`] (fields that are not valid there are left out).
