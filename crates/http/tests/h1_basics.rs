@@ -6,7 +6,7 @@ mod common;
 use std::io;
 
 use bytes::Bytes;
-use common::text_response;
+use common::{text_response, Iter};
 use volt_http::{get, post, Body, HeaderValue, Request, Response, Router, StatusCode};
 
 const HELLO: &str =
@@ -76,19 +76,6 @@ fn app() -> Router {
                 Response::text(Body::sized_stream(6, Iter(parts.into_iter())))
             }),
         )
-}
-
-/// A `Stream` over an iterator, always ready.
-struct Iter<I>(I);
-
-impl<I: Iterator + Unpin> futures_core::Stream for Iter<I> {
-    type Item = I::Item;
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        _cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<I::Item>> {
-        std::task::Poll::Ready(self.0.next())
-    }
 }
 
 fn get_req(path: &str) -> Vec<u8> {

@@ -219,12 +219,10 @@ fn read_until_reset_or_goaway(stream: &mut TcpStream, id: u32) -> Option<(u8, u3
     }
 }
 
-/// A client that opens a stream and never gives the server window to answer on it (slow
-/// read with flow control, CVE-2019-9517's shape) held the stream, its response and the
-/// connection for ever: no byte waited for the socket, so the write timeout never ran. A
-/// response that waits for window longer than `write_timeout` now resets its stream.
-#[test]
-fn a_response_stalled_on_a_zero_window_is_reset() {
+/// A server with a `write_timeout` of 1 s, and a connection to it whose client asked for `/`
+/// on stream 1 with an initial stream window of 0 (SETTINGS_INITIAL_WINDOW_SIZE): no byte of
+/// the response body may go out until a WINDOW_UPDATE, which the client never sends.
+fn stalled_on_a_zero_window() -> (common::TestServer, TcpStream) {
     let config = Config {
         write_timeout: std::time::Duration::from_secs(1),
         ..Config::default()
@@ -232,7 +230,6 @@ fn a_response_stalled_on_a_zero_window_is_reset() {
     let server = common::start_with(1, config, app());
     let mut stream = TcpStream::connect(server.addr()).unwrap();
     let mut bytes = PREFACE.to_vec();
-    // SETTINGS_INITIAL_WINDOW_SIZE = 0: no response body may be sent until WINDOW_UPDATE.
     bytes.extend(frame(SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 0]));
     bytes.extend(frame(
         HEADERS,
@@ -241,6 +238,16 @@ fn a_response_stalled_on_a_zero_window_is_reset() {
         &request_block(false),
     ));
     stream.write_all(&bytes).unwrap();
+    (server, stream)
+}
+
+/// A client that opens a stream and never gives the server window to answer on it (slow
+/// read with flow control, CVE-2019-9517's shape) held the stream, its response and the
+/// connection for ever: no byte waited for the socket, so the write timeout never ran. A
+/// response that waits for window longer than `write_timeout` now resets its stream.
+#[test]
+fn a_response_stalled_on_a_zero_window_is_reset() {
+    let (_server, mut stream) = stalled_on_a_zero_window();
     // The client keeps the connection open and never sends WINDOW_UPDATE.
     let got = read_until_reset_or_goaway(&mut stream, 1);
     assert_eq!(
@@ -260,21 +267,7 @@ fn a_busy_connection_still_resets_a_stalled_stream() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
-    let config = Config {
-        write_timeout: std::time::Duration::from_secs(1),
-        ..Config::default()
-    };
-    let server = common::start_with(1, config, app());
-    let mut stream = TcpStream::connect(server.addr()).unwrap();
-    let mut bytes = PREFACE.to_vec();
-    bytes.extend(frame(SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 0]));
-    bytes.extend(frame(
-        HEADERS,
-        END_STREAM | END_HEADERS,
-        1,
-        &request_block(false),
-    ));
-    stream.write_all(&bytes).unwrap();
+    let (_server, mut stream) = stalled_on_a_zero_window();
     let done = Arc::new(AtomicBool::new(false));
     let mut writer = stream.try_clone().unwrap();
     let flooder = {

@@ -39,6 +39,16 @@ struct Gate {
     release: AtomicBool,
 }
 
+/// The length and checksum of the request body, read chunk by chunk: `"{len} {sum}"`.
+async fn count(req: &mut Request) -> Result<String, volt_http::Error> {
+    let (mut len, mut sum) = (0usize, 0u64);
+    while let Some(chunk) = req.body_mut().chunk().await? {
+        sum = sum.wrapping_add(checksum(&chunk, len));
+        len += chunk.len();
+    }
+    Ok(format!("{len} {sum}"))
+}
+
 fn app(gate: Arc<Gate>) -> Router {
     let drop_gate = gate.clone();
     let count_gate = gate.clone();
@@ -57,14 +67,7 @@ fn app(gate: Arc<Gate>) -> Router {
         )
         .route(
             "/count",
-            post(|mut req: Request| async move {
-                let (mut len, mut sum) = (0usize, 0u64);
-                while let Some(chunk) = req.body_mut().chunk().await? {
-                    sum = sum.wrapping_add(checksum(&chunk, len));
-                    len += chunk.len();
-                }
-                Ok::<_, volt_http::Error>(format!("{len} {sum}"))
-            }),
+            post(|mut req: Request| async move { count(&mut req).await }),
         )
         .route(
             "/count-when-released",
@@ -74,12 +77,7 @@ fn app(gate: Arc<Gate>) -> Router {
                     while !gate.release.load(Ordering::SeqCst) {
                         volt_rt::time::sleep(std::time::Duration::from_millis(5)).await;
                     }
-                    let (mut len, mut sum) = (0usize, 0u64);
-                    while let Some(chunk) = req.body_mut().chunk().await? {
-                        sum = sum.wrapping_add(checksum(&chunk, len));
-                        len += chunk.len();
-                    }
-                    Ok::<_, volt_http::Error>(format!("{len} {sum}"))
+                    count(&mut req).await
                 }
             }),
         )

@@ -1,6 +1,6 @@
 //! An HTTP/2 client that opens a large window and then stops reading: the server must wait
-//! for the socket, not spin, nor copy a whole body into its output. Its own test binary, so that the CPU time of the one server
-//! worker thread (`volt-http-0`) is this test's alone.
+//! for the socket, not spin, nor copy a whole body into its output. Its own test binary, so
+//! that the CPU time of the one server worker thread (`volt-http-0`) is this test's alone.
 
 mod common;
 mod h2common;
@@ -14,19 +14,6 @@ use h2common::*;
 use volt_http::{get as route_get, Body, Config, Router};
 
 const WINDOW_UPDATE: u8 = 0x8;
-
-/// A `Stream` over an iterator, always ready.
-struct Chunks<I>(I);
-
-impl<I: Iterator + Unpin> futures_core::Stream for Chunks<I> {
-    type Item = I::Item;
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        _cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<I::Item>> {
-        std::task::Poll::Ready(self.0.next())
-    }
-}
 
 /// User and system CPU time of this process's thread named `name`, in clock ticks.
 fn thread_cpu_ticks(name: &str) -> u64 {
@@ -61,7 +48,7 @@ fn a_client_that_stops_reading_costs_neither_cpu_nor_memory() {
             route_get(|_req| async {
                 let chunk = Bytes::from(vec![b'x'; 64 << 10]);
                 let chunks = std::iter::repeat_n(chunk, 512).map(Ok::<_, std::io::Error>);
-                volt_http::Response::bytes(Body::stream(Chunks(chunks)))
+                volt_http::Response::bytes(Body::stream(common::Iter(chunks)))
             }),
         )
         .route(

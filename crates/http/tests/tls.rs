@@ -41,6 +41,16 @@ fn start(certs: &Certs) -> common::TestServer {
     common::start_tls(1, Config::default(), tls, app)
 }
 
+/// One worker serving `hi` at `/` with `config`, over TLS with `a.test`'s certificate only.
+fn start_hi(certs: &Certs, config: Config) -> common::TestServer {
+    let tls =
+        TlsConfig::new(CertKey::from_pem(certs.a.0.as_bytes(), certs.a.1.as_bytes()).unwrap())
+            .build()
+            .unwrap();
+    let app = Router::new().route("/", route_get(|_req: Request| async { "hi" }));
+    common::start_tls(1, config, tls, app)
+}
+
 fn http1_get(tls: &mut TlsClient) -> String {
     tls.write_all(b"GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n")
         .unwrap();
@@ -207,17 +217,12 @@ fn certificate_and_key_must_match() {
 #[test]
 fn shutdown_closes_an_idle_tls_connection() {
     let certs = certs();
-    let tls =
-        TlsConfig::new(CertKey::from_pem(certs.a.0.as_bytes(), certs.a.1.as_bytes()).unwrap())
-            .build()
-            .unwrap();
-    let app = Router::new().route("/", route_get(|_req: Request| async { "hi" }));
     // Longer than the client's read timeout: a server waiting it out fails the read below.
     let config = Config {
         shutdown_timeout: std::time::Duration::from_secs(600),
         ..Config::default()
     };
-    let server = common::start_tls(1, config, tls, app);
+    let server = start_hi(&certs, config);
     let config = client_config(&[&certs.a.2], &[b"http/1.1"]);
     let mut tls = tls_connect(server.addr(), config, "a.test").unwrap();
     tls.write_all(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")
@@ -275,16 +280,11 @@ fn http1_over_tls_keep_alive_and_pipelining() {
 #[test]
 fn a_handshake_that_stops_midway_times_out() {
     let certs = certs();
-    let tls =
-        TlsConfig::new(CertKey::from_pem(certs.a.0.as_bytes(), certs.a.1.as_bytes()).unwrap())
-            .build()
-            .unwrap();
-    let app = Router::new().route("/", route_get(|_req: Request| async { "hi" }));
     let config = Config {
         header_read_timeout: std::time::Duration::from_secs(1),
         ..Config::default()
     };
-    let server = common::start_tls(1, config, tls, app);
+    let server = start_hi(&certs, config);
     let addr = server.addr();
     let mut stalled = server_raw(addr);
     // A handshake record announcing 512 bytes, of which 5 arrive.

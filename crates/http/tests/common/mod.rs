@@ -604,3 +604,13 @@ impl futures_core::Stream for PanicAfter {
         Poll::Ready(Some(Ok(Bytes::from_static(b"part"))))
     }
 }
+
+/// A response body stream over an iterator, always ready.
+pub struct Iter<I>(pub I);
+
+impl<I: Iterator + Unpin> futures_core::Stream for Iter<I> {
+    type Item = I::Item;
+    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<I::Item>> {
+        Poll::Ready(self.0.next())
+    }
+}
