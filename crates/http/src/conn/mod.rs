@@ -82,9 +82,10 @@ pub(crate) struct ConnIo {
     nagle: Cell<Nagle>,
     /// Cleartext, and no request yet: an HTTP/2 preface here switches to HTTP/2.
     h2_possible: Cell<bool>,
-    /// A response delimited by the close was cut short: what is buffered still goes out, but
-    /// the close is a reset, with no FIN or TLS `close_notify` before it (see
-    /// [`Transport::reset_on_close`]).
+    /// A response delimited by the close was cut short: what is buffered is still written,
+    /// but the close is a reset, with no FIN or TLS `close_notify` before it (see
+    /// [`Transport::reset_on_close`]). The reset drops what the kernel has not sent yet: a
+    /// client may get less of the body, never a body that looks whole.
     cut_short: Cell<bool>,
     /// Waiting for a request with nothing started: graceful shutdown aborts the task
     /// ([`Worker::shut_down`](crate::server::Worker)). Here, not in the worker's table of

@@ -122,7 +122,8 @@ impl ConnIo {
     }
 
     /// Closes a TLS session cleanly (see [`Transport::poll_close`]), unless writing already
-    /// failed; bounded by the write timeout.
+    /// failed or the response was cut short (its close is a reset: no `close_notify`);
+    /// bounded by the write timeout.
     pub(crate) async fn close(&self) {
         if self.writable.get() && !self.cut_short.get() {
             let deadline = Instant::now() + self.worker.config.write_timeout;
