@@ -30,8 +30,9 @@ pub struct Config {
     /// Longest wait for the next piece of a request body: 408 otherwise. Default 30 s.
     pub body_read_timeout: Duration,
     /// Longest wait for the client to take response bytes; the connection is closed
-    /// otherwise (on HTTP/2, a response that waits this long for flow-control window resets
-    /// its stream). Default 30 s.
+    /// otherwise (on HTTP/2, a response whose stream window stays shut this long resets its
+    /// stream, and a connection window shut this long with nothing sent closes the
+    /// connection). Default 30 s.
     pub write_timeout: Duration,
     /// Open connections per worker; accepting pauses at the limit. Default 10,000.
     pub max_connections_per_worker: usize,

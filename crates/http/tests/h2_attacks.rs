@@ -20,6 +20,96 @@ fn app() -> Router {
     Router::new()
         .route("/", route_get(|_req| async { "Hello, World!" }))
         .route("/slow", route_get(|_req| std::future::pending::<&str>()))
+        .route("/big", route_get(|_req| async { vec![b'x'; BIG] }))
+}
+
+/// The body of `/big`: sixteen times the connection's initial window.
+const BIG: usize = 1 << 20;
+
+/// An HPACK block for `GET /big` with `:authority: t` (`:path` a literal, not indexed).
+fn get_big_block() -> Vec<u8> {
+    let mut block = vec![0x82, 0x86, 0x04, 4];
+    block.extend_from_slice(b"/big");
+    block.extend_from_slice(&[0x41, 0x01, b't']);
+    block
+}
+
+/// Starts a server whose `write_timeout` is 2 s and asks for `/big` on streams 1 and 3 of a
+/// connection whose stream windows are 16 MiB (SETTINGS_INITIAL_WINDOW_SIZE) but whose
+/// connection window stays at its initial 64 KiB until the client opens it.
+fn two_big_responses() -> (common::TestServer, TcpStream) {
+    let config = Config {
+        write_timeout: std::time::Duration::from_secs(2),
+        ..Config::default()
+    };
+    let server = common::start_with(1, config, app());
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    let mut bytes = PREFACE.to_vec();
+    bytes.extend(frame(SETTINGS, 0, 0, &[0, 4, 1, 0, 0, 0]));
+    for id in [1, 3] {
+        bytes.extend(frame(
+            HEADERS,
+            END_STREAM | END_HEADERS,
+            id,
+            &get_big_block(),
+        ));
+    }
+    stream.write_all(&bytes).unwrap();
+    (server, stream)
+}
+
+/// Streams that wait their turn for the connection's window are not stalled: a client reading
+/// two large responses over a slow link (the connection window opened 64 KiB at a time, every
+/// 200 ms) gets both whole, though the second waits several seconds, longer than
+/// `write_timeout`, behind the first. (Timed per stream, the wait for the connection's window
+/// reset the second stream with CANCEL.)
+#[test]
+fn streams_waiting_their_turn_for_the_connection_window_are_not_reset() {
+    let (_server, mut stream) = two_big_responses();
+    stream.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let opener = std::thread::spawn({
+        let done = done.clone();
+        move || {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                let update = frame(WINDOW_UPDATE, 0, 0, &(64u32 << 10).to_be_bytes());
+                if writer.write_all(&update).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let (mut buf, mut got) = (Vec::new(), [0usize; 2]);
+    let mut ended = [false; 2];
+    while ended != [true; 2] {
+        let (kind, flags, id, payload) = next_frame(&mut stream, &mut buf);
+        assert_ne!(kind, RST_STREAM, "stream {id} was reset");
+        assert_ne!(kind, GOAWAY, "the connection was closed");
+        if kind == DATA && (id == 1 || id == 3) {
+            got[(id / 2) as usize] += payload.len();
+            ended[(id / 2) as usize] |= flags & END_STREAM != 0;
+        }
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    opener.join().unwrap();
+    assert_eq!(got, [BIG, BIG]);
+}
+
+/// A client that never opens the connection's window holds every response of the connection
+/// while no stream's own window is shut: after `write_timeout` with nothing sent, the
+/// connection is closed, as when the socket takes nothing.
+#[test]
+fn a_connection_window_that_never_opens_closes_the_connection() {
+    let (_server, mut stream) = two_big_responses();
+    let started = std::time::Instant::now();
+    assert_eq!(
+        read_until_reset_or_goaway(&mut stream, 3),
+        None,
+        "closed, no reset"
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_secs(2));
 }
 
 /// Starts the server, opens a bystander h2c connection, runs `attack` (the frames after the

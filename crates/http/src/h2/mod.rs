@@ -111,6 +111,13 @@ struct Driver<C, F> {
     idle_since: Option<Instant>,
     /// Since when output has been waiting for the socket.
     write_since: Option<Instant>,
+    /// Since when response data has waited for the connection's flow-control window with no
+    /// byte sent: the client takes nothing, as when the socket takes nothing (`write_since`).
+    window_since: Option<Instant>,
+    /// Body bytes sent, and whether some wait for the connection's window, since the last
+    /// [`Driver::pump`] ended (see `note_sent`).
+    window_sent: usize,
+    window_waits: bool,
     /// Since when a header block has been arriving: it must be whole within
     /// `header_read_timeout`, as an HTTP/1 head must.
     block_since: Option<Instant>,
@@ -196,6 +203,9 @@ where
             started: now,
             idle_since: Some(now),
             write_since: None,
+            window_since: None,
+            window_sent: 0,
+            window_waits: false,
             block_since: None,
             shut_down: false,
             worker,
@@ -576,6 +586,7 @@ where
             consider(self.idle_since.map(|t| t + config.idle_timeout));
         }
         consider(self.write_since.map(|t| t + config.write_timeout));
+        consider(self.window_since.map(|t| t + config.write_timeout));
         consider(self.block_since.map(|t| t + config.header_read_timeout));
         if let Phase::Closing(at) = self.phase {
             consider(Some(at + CALM_DOWN));
@@ -605,7 +616,9 @@ where
         let config = self.worker.config.clone();
         let passed =
             |since: Option<Instant>, limit: Duration| since.is_some_and(|t| now >= t + limit);
-        if passed(self.write_since, config.write_timeout) {
+        if passed(self.write_since, config.write_timeout)
+            || passed(self.window_since, config.write_timeout)
+        {
             self.phase = Phase::Gone;
             return;
         }

@@ -157,6 +157,11 @@ where
                 i += 1;
             }
         }
+        self.window_since = stalled(
+            self.window_since,
+            std::mem::take(&mut self.window_sent),
+            std::mem::take(&mut self.window_waits),
+        );
         // A streamed body stops at the mark without polling for more: the next pass, once
         // the output is written, must come back to it.
         self.out.len() >= FLUSH_AT
@@ -175,8 +180,7 @@ where
             Outgoing::Full { data, trailers } => {
                 let n = self.send_some(id, data, trailers.is_none());
                 data.advance(n);
-                let blocked = !data.is_empty() && self.conn.send_capacity(id) == 0;
-                task.stalled_since = stalled(task.stalled_since, n, blocked);
+                self.note_sent(id, &mut task.stalled_since, n, !data.is_empty());
                 if data.is_empty() {
                     let trailers = trailers.take();
                     self.finish_body(id, trailers);
@@ -195,8 +199,7 @@ where
                     if !chunk.is_empty() {
                         let n = self.send_some(id, chunk, false);
                         chunk.advance(n);
-                        let blocked = !chunk.is_empty() && self.conn.send_capacity(id) == 0;
-                        task.stalled_since = stalled(task.stalled_since, n, blocked);
+                        self.note_sent(id, &mut task.stalled_since, n, !chunk.is_empty());
                         if !chunk.is_empty() || self.out.len() >= FLUSH_AT {
                             return;
                         }
@@ -225,6 +228,18 @@ where
                 task.out = Outgoing::Done;
             }
         }
+    }
+
+    /// After `n` bytes of stream `id`'s response went out, with more `left` to send: the
+    /// stream's stall clock (`stalled_since`) runs while its own window is shut, the
+    /// connection's (`window_since`) while the connection's is. A stream that only waits its
+    /// turn for the connection's window is not stalled: a client reading several large
+    /// responses at once keeps them all.
+    fn note_sent(&mut self, id: u32, stalled_since: &mut Option<Instant>, n: usize, left: bool) {
+        let shut = left && self.conn.stream_window_shut(id);
+        *stalled_since = stalled(*stalled_since, n, shut);
+        self.window_sent += n;
+        self.window_waits |= left && self.conn.connection_window_shut();
     }
 
     /// Sends what the windows allow of `data`, but no more than fills the output to its mark:

@@ -129,6 +129,17 @@ impl Connection {
             None => 0,
         }
     }
+
+    /// Whether `stream`'s own send window is shut (whatever the connection's).
+    pub fn stream_window_shut(&self, stream: u32) -> bool {
+        self.find(stream)
+            .is_none_or(|i| self.streams[i].send_window <= 0)
+    }
+
+    /// Whether the connection's send window is shut: no stream may send body bytes.
+    pub fn connection_window_shut(&self) -> bool {
+        self.send_window <= 0
+    }
 }
 
 #[cfg(test)]
