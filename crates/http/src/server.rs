@@ -136,7 +136,7 @@ impl Server {
         // This listener took the default when it was bound. An error here would come again
         // when serving sets it on every worker's listener, and is reported there.
         let _ = set_defer_accept(&self.listener, config.defer_accept);
-        self.config = config.capped();
+        self.config = config;
         self
     }
 
@@ -174,7 +174,7 @@ impl Server {
             return Ok(());
         }
         let service = Arc::new(service);
-        let config = Arc::new(self.config);
+        let config = Arc::new(self.config.capped());
         let first = Mutex::new(Some(self.listener));
         let addr = self.addr;
         let handle_signals = self.handle_signals;
