@@ -445,13 +445,15 @@ fn start(io: &Rc<ConnIo>, parts: &mut Rc<Parts>) -> Result<(Request, Answering),
         BodyKind::Empty => None,
         BodyKind::Length(n) if n > worker.config.max_body_bytes => {
             io.read_buf.borrow_mut().advance(head_len);
-            io.respond_error(Error::new(
+            let e = Error::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!(
                     "request body of {n} bytes is over the limit of {}",
                     worker.config.max_body_bytes
                 ),
-            ));
+            );
+            // Encoded as any response to this request, so a HEAD gets no body.
+            let _ = io.encode_response(e.into_response(), version, is_head, false);
             return Err(Next::Close);
         }
         kind => Some(Rc::new(BodyReader::new(io.clone(), kind, expect_continue))),
