@@ -18,8 +18,9 @@
 //!   oracle finds broken or cut short, and closes then;
 //! - a connection opened before all cases is still served after them, and so is a new one.
 //!
-//! The stream is deterministic (`SEED`); `H1_MUTATIONS_SEED` and `H1_MUTATIONS_CASES` explore
-//! others. Timeouts are hang guards only: nothing here depends on how fast the server is.
+//! The stream is deterministic (`SEED`); `H1_MUTATIONS_SEED`, `H1_MUTATIONS_CASES` and
+//! `H1_MUTATIONS_DEPTH` (most mutations a case, 3) explore others. Timeouts are hang guards
+//! only: nothing here depends on how fast the server is.
 
 mod common;
 
@@ -44,6 +45,8 @@ fn config() -> Config {
         max_headers: 16,
         max_uri_bytes: 256,
         max_body_bytes: 1000,
+        // The bystander waits idle through every case, however slow the machine.
+        idle_timeout: Duration::from_secs(600),
         ..Default::default()
     }
 }
@@ -58,6 +61,17 @@ fn app() -> Router {
         .route(
             "/echo",
             any(|mut req: Request| async move {
+                req.bytes()
+                    .await
+                    .map(|b| Response::bytes(b).with_header("x-route", "echo"))
+            }),
+        )
+        .route(
+            "/slow",
+            any(|mut req: Request| async move {
+                // Answers after a wait (the connection goes on in a future of its own), then
+                // reads the body.
+                volt_rt::time::sleep(Duration::from_millis(1)).await;
                 req.bytes()
                     .await
                     .map(|b| Response::bytes(b).with_header("x-route", "echo"))
@@ -113,6 +127,8 @@ const SEEDS: &[&[u8]] = &[
     b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
     b"POST /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 3\r\n\r\nabcGET / HTTP/1.1\r\nHost: t\r\n\r\n",
     b"HEAD /stream HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+    b"POST /slow HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nslow\r\n0\r\n\r\nPOST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nokGET / HTTP/1.1\r\nHost: t\r\n\r\n",
+    b"POST /slow HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\nwait",
     b"GET / HTTP/1.1\r\nHost: t\r\n\r\nHEAD /echo HTTP/1.1\r\nHost: t\r\n\r\nPOST /stream HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi",
 ];
 
@@ -859,6 +875,11 @@ fn mutated_requests_get_a_clear_answer_or_a_close() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(CASES);
+    // Most mutations a case applies.
+    let depth = std::env::var("H1_MUTATIONS_DEPTH")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
     let config = config();
     let limits = Limits {
         max_head_bytes: config.max_head_bytes,
@@ -881,7 +902,7 @@ fn mutated_requests_get_a_clear_answer_or_a_close() {
         // One case in twenty is a seed unchanged.
         let mutations = match rng.range(0, 19) {
             0 => 0,
-            n => 1 + n % 3,
+            n => 1 + n % depth,
         };
         for _ in 0..mutations {
             mutate(&mut rng, &mut req);
