@@ -210,7 +210,7 @@ pub(crate) fn serve<S: Service>(
                         let e =
                             Error::new(StatusCode::REQUEST_TIMEOUT, "request head took too long");
                         io.worker.refresh_date();
-                        io.respond_error(e);
+                        io.respond_error(e, false);
                         // Boxed: this rare path would otherwise add a write future's size to
                         // every idle connection.
                         Box::pin(io.flush(true)).await;
@@ -452,8 +452,7 @@ fn start(io: &Rc<ConnIo>, parts: &mut Rc<Parts>) -> Result<(Request, Answering),
                     worker.config.max_body_bytes
                 ),
             );
-            // Encoded as any response to this request, so a HEAD gets no body.
-            let _ = io.encode_response(e.into_response(), version, is_head, false);
+            io.respond_error(e, is_head);
             return Err(Next::Close);
         }
         kind => Some(Rc::new(BodyReader::new(io.clone(), kind, expect_continue))),
