@@ -471,6 +471,23 @@ fn declared_body_over_the_limit_is_413_at_once() {
     );
 }
 
+/// A response to HEAD has no body (RFC 9110 §9.3.2), the 413 before any handler included:
+/// its text followed the head, where a client looks for the next response (found by
+/// `h1_mutations`).
+#[test]
+fn head_with_a_declared_body_over_the_limit_gets_a_413_without_a_body() {
+    let server = common::start_with(1, small_limits(), app());
+    let mut c = server.connect();
+    c.send(b"HEAD / HTTP/1.1\r\nHost: t\r\nContent-Length: 1001\r\n\r\n");
+    assert_eq!(
+        c.read_head_response().text(),
+        "HTTP/1.1 413 Payload Too Large\r\nServer: volt\r\nDate: <date>\r\n\
+         Content-Type: text/plain\r\ncontent-length: 53\r\nConnection: close\r\n\r\n"
+    );
+    c.expect_closed();
+    assert_server_alive(&server);
+}
+
 #[test]
 fn chunked_body_crossing_the_limit_is_413() {
     let mut req = b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();

@@ -220,10 +220,13 @@ impl ConnIo {
 
     /// Answers a head the codec rejected, then the connection closes.
     pub(super) fn reject(&self, e: &ParseError) {
-        self.respond_error(Error::new(e.status(), e.to_string()));
+        self.respond_error(Error::new(e.status(), e.to_string()), false);
     }
 
-    pub(super) fn respond_error(&self, e: Error) {
+    /// Answers with `e`, then the connection closes. `is_head`: the answer is to a HEAD
+    /// request, so it has no body (RFC 9110 §9.3.2), though `Content-Length` says what it
+    /// would have been.
+    pub(super) fn respond_error(&self, e: Error, is_head: bool) {
         let response = e.into_response();
         let body = response.body.as_bytes().cloned().unwrap_or_default();
         let mut w = self.write_buf.borrow_mut();
@@ -235,6 +238,8 @@ impl ConnIo {
             Framing::Length(Some(body.len() as u64)),
             false,
         );
-        w.extend_from_slice(&body);
+        if !is_head {
+            w.extend_from_slice(&body);
+        }
     }
 }

@@ -211,7 +211,7 @@ pub(crate) fn serve<S: Service>(
                         let e =
                             Error::new(StatusCode::REQUEST_TIMEOUT, "request head took too long");
                         io.worker.refresh_date();
-                        io.respond_error(e);
+                        io.respond_error(e, false);
                         // Boxed: this rare path would otherwise add a write future's size to
                         // every idle connection.
                         Box::pin(io.flush(true)).await;
@@ -446,13 +446,14 @@ fn start(io: &Rc<ConnIo>, parts: &mut Rc<Parts>) -> Result<(Request, Answering),
         BodyKind::Empty => None,
         BodyKind::Length(n) if n > worker.config.max_body_bytes => {
             io.read_buf.borrow_mut().advance(head_len);
-            io.respond_error(Error::new(
+            let e = Error::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!(
                     "request body of {n} bytes is over the limit of {}",
                     worker.config.max_body_bytes
                 ),
-            ));
+            );
+            io.respond_error(e, is_head);
             return Err(Next::Close);
         }
         kind => Some(Rc::new(BodyReader::new(io.clone(), kind, expect_continue))),
