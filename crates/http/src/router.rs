@@ -329,8 +329,9 @@ enum Dispatch<'a> {
     /// as small as `Running`, and inline).
     Answer(Box<Response>),
     /// The asterisk-form target `*`, which names the server, not a resource: `OPTIONS *`
-    /// (RFC 9110 §9.3.7) is answered here with 200, any other method with 400 (the form is
-    /// for OPTIONS only, RFC 9112 §3.2.4).
+    /// (RFC 9110 §9.3.7) is answered here with 200. The form is for OPTIONS only (RFC 9112
+    /// §3.2.4): both protocols refuse it with another method before routing (400), and so
+    /// does this, should such a request come another way.
     Asterisk {
         options: bool,
     },

@@ -753,12 +753,13 @@ fn a_path_in_no_request_target_form_is_400() {
     let (server, _) = start(Config::default());
     let mut stream = std::net::TcpStream::connect(server.addr()).unwrap();
     stream.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
-    let paths: [&[u8]; 6] = [
+    let paths: [&[u8]; 7] = [
         b"users/1",
         b"?x=1",
         b"/hello/a#b",
         b"/hello/a b",
         b"/hello/caf\xc3\xa9",
+        b"*",
         b"/hello/ok",
     ];
     let mut bytes = client_start();
@@ -780,5 +781,9 @@ fn a_path_in_no_request_target_form_is_400() {
         }
     }
     // 0x8c is `:status: 400`, 0x88 `:status: 200`.
-    assert_eq!(statuses, [0x8c, 0x8c, 0x8c, 0x8c, 0x8c, 0x88], "{paths:?}");
+    assert_eq!(
+        statuses,
+        [0x8c, 0x8c, 0x8c, 0x8c, 0x8c, 0x8c, 0x88],
+        "{paths:?}"
+    );
 }

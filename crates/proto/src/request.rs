@@ -385,7 +385,8 @@ fn target_len(s: &[u8]) -> Option<usize> {
 }
 
 /// Whether `target` has one of the forms of RFC 9112 §3.2: origin (`/path?query`), absolute
-/// (`scheme:...`), asterisk (`*`), or for CONNECT the authority form (`host:port`). None of them
+/// (`scheme:...`), asterisk (`*`, for OPTIONS only), or for CONNECT the authority form
+/// (`host:port`). None of them
 /// holds a `#`: a fragment stays with the client. `?x=1` or `users/1` is none of them, and is
 /// refused rather than guessed at.
 #[cold]
@@ -396,7 +397,8 @@ fn target_form_ok(method: &[u8], target: &[u8]) -> bool {
     }
     match target {
         _ if method == b"CONNECT" => true,
-        [b'/', ..] | b"*" => true,
+        [b'/', ..] => true,
+        b"*" => method == b"OPTIONS",
         [first, rest @ ..] if first.is_ascii_alphabetic() => rest
             .iter()
             .find(|&&b| !(b.is_ascii_alphanumeric() || b"+-.".contains(&b)))

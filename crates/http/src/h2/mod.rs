@@ -789,10 +789,12 @@ fn to_request(
 }
 
 /// Whether `target` (`:path`, `:authority` for CONNECT) is one HTTP/1's parser would admit:
-/// visible ASCII without a `#` (HPACK carries any byte), and a `:path` in the origin form or `*`
-/// (RFC 9113 §8.3.1). The router and [`Request`] rely on that.
+/// visible ASCII without a `#` (HPACK carries any byte), and a `:path` in the origin form, or
+/// `*` for OPTIONS (RFC 9113 §8.3.1). The router and [`Request`] rely on that.
 fn target_ok(method: &Method, target: &[u8]) -> bool {
-    let form = *method == Method::CONNECT || target.starts_with(b"/") || target == b"*";
+    let form = *method == Method::CONNECT
+        || target.starts_with(b"/")
+        || (target == b"*" && *method == Method::OPTIONS);
     form && target.iter().all(|&b| b.is_ascii_graphic() && b != b'#')
 }
 

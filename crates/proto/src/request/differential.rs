@@ -129,8 +129,10 @@ mod generated {
         b"/",
         b"/plaintext",
         b"/a?b=c&d",
-        b"*",
         b"http://a/b",
+        b"/x/y?z",
+        // Not good for every method: `*` is OPTIONS's only, `a:80` CONNECT's.
+        b"*",
         b"a:80",
         b"",
         b"/\x80",

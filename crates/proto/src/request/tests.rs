@@ -13,7 +13,7 @@ const CLEAN: &[&[u8]] = &[
     b"GET http://a/b HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n",
     b"POST /u HTTP/1.1\r\nHost: a:80\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello",
     b"PUT /u HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
-    b"PATCH * HTTP/1.1\r\nhost:\r\nX-Empty: \t \r\nX-Tab:\ta\tb \t\r\nX-Obs: caf\xc3\xa9\r\n\
+    b"OPTIONS * HTTP/1.1\r\nhost:\r\nX-Empty: \t \r\nX-Tab:\ta\tb \t\r\nX-Obs: caf\xc3\xa9\r\n\
       Connection: close, upgrade\r\n\r\n",
     b"DELETE /articles/2024/http-parsing?page=2&sort=new HTTP/1.1\r\nHost: www.example.com\r\n\
       User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0\r\n\

@@ -382,6 +382,8 @@ fn request_line_rules() {
         (b"GET 1http://a/ HTTP/1.1\r\n", InvalidTarget),
         (b"GET foo?x=http://a/b HTTP/1.1\r\n", InvalidTarget),
         (b"GET http://a/b#c HTTP/1.1\r\n", InvalidTarget),
+        (b"GET * HTTP/1.1\r\n", InvalidTarget),
+        (b"POST * HTTP/1.1\r\n", InvalidTarget),
         (b"GET / http/1.1\r\n", InvalidVersion),
         (b"GET / HTTP/1.x\r\n", InvalidVersion),
         (b"GET / HTTP/1\r\n", InvalidVersion),
