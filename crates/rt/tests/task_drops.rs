@@ -4,10 +4,8 @@
 
 mod common;
 
-use std::cell::Cell;
 use std::future::{pending, Future};
 use std::pin::Pin;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -97,33 +95,34 @@ fn a_panic_in_the_drop_of_a_task_left_at_exit_is_contained() {
 /// did nothing, and the panic ended `block_on`.
 #[test]
 fn tasks_spawned_by_destructors_at_exit_are_dropped_on_the_worker() {
-    /// Spawns a task holding a `SpawnOnDrop` one level lower, down to 0.
-    struct SpawnOnDrop(u32, Rc<Cell<u32>>);
-    impl Drop for SpawnOnDrop {
-        fn drop(&mut self) {
-            self.1.set(self.1.get() + 1);
-            if self.0 > 0 {
-                let next = SpawnOnDrop(self.0 - 1, self.1.clone());
-                spawn(async move {
-                    let _next = next;
-                    pending::<()>().await;
-                });
-            }
-        }
-    }
     guard(|| {
-        let dropped = block_on(async {
-            let dropped = Rc::new(Cell::new(0));
-            let first = SpawnOnDrop(3, dropped.clone());
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let first = SpawnOnDrop(3, dropped.clone());
+        block_on(async move {
             spawn(async move {
                 let _first = first;
                 pending::<()>().await;
             });
             yield_now().await;
-            dropped
         });
-        assert_eq!(dropped.get(), 4, "every level was dropped");
+        assert_eq!(dropped.load(Ordering::SeqCst), 4, "every level was dropped");
     });
+}
+
+/// Counts its drop and spawns a task holding a `SpawnOnDrop` one level lower, down to 0.
+struct SpawnOnDrop(u32, Arc<AtomicUsize>);
+
+impl Drop for SpawnOnDrop {
+    fn drop(&mut self) {
+        self.1.fetch_add(1, Ordering::SeqCst);
+        if self.0 > 0 {
+            let next = SpawnOnDrop(self.0 - 1, self.1.clone());
+            spawn(async move {
+                let _next = next;
+                pending::<()>().await;
+            });
+        }
+    }
 }
 
 /// Regression (the same as the one above, reached another way): a spawn sent to a worker that
@@ -131,20 +130,6 @@ fn tasks_spawned_by_destructors_at_exit_are_dropped_on_the_worker() {
 /// slab (dropped after the drain), so that task's own destructor ran outside any worker.
 #[test]
 fn tasks_spawned_by_unrun_spawns_at_exit_are_dropped_on_the_worker() {
-    /// Spawns a task holding a `SpawnOnDrop` one level lower, down to 0.
-    struct SpawnOnDrop(u32, Arc<AtomicUsize>);
-    impl Drop for SpawnOnDrop {
-        fn drop(&mut self) {
-            self.1.fetch_add(1, Ordering::SeqCst);
-            if self.0 > 0 {
-                let next = SpawnOnDrop(self.0 - 1, self.1.clone());
-                spawn(async move {
-                    let _next = next;
-                    pending::<()>().await;
-                });
-            }
-        }
-    }
     guard(|| {
         let dropped = Arc::new(AtomicUsize::new(0));
         let first = SpawnOnDrop(3, dropped.clone());
