@@ -128,6 +128,11 @@ thread_local! {
     /// When this thread's worker last woke from the reactor (see [`crate::time::now`]); a
     /// thread-local of its own, not a field of the core, as it is read several times a request.
     pub(crate) static WOKE_AT: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// This thread's timer ids (see [`crate::time`]): the next one, and the first that is not a
+    /// gone worker's. They never restart, so a `Sleep` registered with a worker that has ended
+    /// (a `block_on` that returned) neither counts on its lost entry nor takes a later worker's.
+    pub(crate) static TIMER_IDS: Cell<(std::num::NonZeroU64, std::num::NonZeroU64)> =
+        const { Cell::new((std::num::NonZeroU64::MIN, std::num::NonZeroU64::MIN)) };
 }
 
 impl Shared {
@@ -414,6 +419,7 @@ pub(crate) fn run_core<F: Future>(core: Core, future: F) -> F::Output {
             }
             CORE.set(std::ptr::null());
             WOKE_AT.with(|t| t.set(None)); // a later worker on this thread starts afresh
+            TIMER_IDS.with(|ids| ids.set((ids.get().0, ids.get().0))); // these timers are gone
         }
     }
     let _uninstall = Uninstall;

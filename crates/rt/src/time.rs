@@ -15,7 +15,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
 
-use crate::executor::{try_with_core, with_core, WOKE_AT};
+use crate::executor::{try_with_core, with_core, TIMER_IDS as IDS, WOKE_AT};
 use crate::future::{race, Either};
 
 type Key = (Instant, u64);
@@ -23,13 +23,12 @@ type Key = (Instant, u64);
 #[derive(Default)]
 pub(crate) struct Timers {
     entries: RefCell<BTreeMap<Key, Waker>>,
-    next_id: Cell<u64>,
 }
 
 impl Timers {
     /// Enters `waker` for `deadline`; the entry's key is `(deadline, id)` with the id returned.
     fn insert(&self, deadline: Instant, waker: Waker) -> NonZeroU64 {
-        let id = NonZeroU64::MIN.saturating_add(self.next_id.replace(self.next_id.get() + 1));
+        let id = IDS.with(|ids| ids.replace((ids.get().0.saturating_add(1), ids.get().1)).0);
         self.entries
             .borrow_mut()
             .insert((deadline, id.get()), waker);
@@ -41,10 +40,6 @@ impl Timers {
         // `clone_from` clones only if `waker` would not wake the same task.
         let mut entries = self.entries.borrow_mut();
         entries.get_mut(key).map(|w| w.clone_from(waker)).is_some()
-    }
-
-    fn remove(&self, key: &Key) {
-        self.entries.borrow_mut().remove(key);
     }
 
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
@@ -139,7 +134,8 @@ impl Sleep {
 
     fn unregister(&mut self) {
         if let Some((id, _)) = self.entry.take() {
-            try_with_core(|core| core.timers.remove(&(self.deadline, id.get())));
+            let key = (self.deadline, id.get());
+            try_with_core(|core| core.timers.entries.borrow_mut().remove(&key));
         }
     }
 }
@@ -167,12 +163,11 @@ impl Future for Sleep {
             self.unregister();
             return Poll::Ready(());
         }
-        // An entry leaves the map only once its deadline passed (checked just above), so a
-        // registered entry is still there and only its waker may need a refresh.
-        if self
-            .entry
-            .is_none_or(|(_, id)| id != WakerId::of(cx.waker()))
-        {
+        // An entry leaves the map only once its deadline passed (checked just above) or its
+        // worker ended, so a registered entry is still there and only its waker may need a refresh.
+        if self.entry.is_none_or(|(id, waker)| {
+            waker != WakerId::of(cx.waker()) || id < IDS.with(|ids| ids.get().1)
+        }) {
             self.register(cx.waker());
         }
         Poll::Pending

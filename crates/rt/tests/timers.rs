@@ -483,3 +483,63 @@ fn same_instant_sleeps_and_a_reset_into_the_past() {
         });
     });
 }
+
+/// Polls `sleep` once in a `block_on` of its own: it registers with that runtime's timers, which
+/// are gone when `block_on` returns.
+fn register_in_a_block_on_now_gone(sleep: &mut Pin<Box<volt_rt::time::Sleep>>) {
+    block_on(poll_fn(|cx| {
+        assert!(sleep.as_mut().poll(cx).is_pending());
+        Poll::Ready(())
+    }));
+}
+
+/// Polls `sleep` from the main future only (whose waker may have the address of the previous
+/// `block_on`'s), until it fires or 30 s have passed; true if it fired.
+async fn fires_within_30s(mut sleep: Pin<Box<volt_rt::time::Sleep>>) -> bool {
+    let main_waker = Rc::new(RefCell::new(None::<std::task::Waker>));
+    let timed_out = Rc::new(std::cell::Cell::new(false));
+    let (w, t) = (main_waker.clone(), timed_out.clone());
+    let _watchdog = spawn(async move {
+        sleep_until(Instant::now() + Duration::from_secs(30)).await;
+        t.set(true);
+        if let Some(w) = w.borrow_mut().take() {
+            w.wake();
+        }
+    });
+    poll_fn(|cx| {
+        if timed_out.get() {
+            return Poll::Ready(false);
+        }
+        *main_waker.borrow_mut() = Some(cx.waker().clone());
+        sleep.as_mut().poll(cx).map(|()| true)
+    })
+    .await
+}
+
+#[test]
+fn a_sleep_registered_in_an_earlier_block_on_fires_in_a_later_one() {
+    guard(|| {
+        let mut s = Box::pin(sleep(Duration::from_millis(20)));
+        register_in_a_block_on_now_gone(&mut s);
+        let fired = block_on(fires_within_30s(s));
+        assert!(fired, "the sleep never fired in the later block_on");
+    });
+}
+
+#[test]
+fn a_sleep_from_an_earlier_block_on_leaves_another_sleeps_timer_alone() {
+    guard(|| {
+        let deadline = Instant::now() + Duration::from_millis(20);
+        let mut old = Box::pin(sleep_until(deadline));
+        register_in_a_block_on_now_gone(&mut old);
+        let fired = block_on(async move {
+            // Same deadline, and (timer ids restarting with each runtime) possibly the same id.
+            let new = Box::pin(sleep_until(deadline));
+            let waiting = spawn(async move { fires_within_30s(new).await });
+            yield_now().await; // `new` registers
+            drop(old);
+            waiting.await.unwrap()
+        });
+        assert!(fired, "dropping the old sleep removed the new one's timer");
+    });
+}
