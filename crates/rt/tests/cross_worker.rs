@@ -381,3 +381,65 @@ fn spawn_on_before_the_runtime_runs_waits_for_it() {
         assert_eq!(results, vec![Some(1), None]);
     });
 }
+
+/// Two workers each send 10,000 messages to the other at once (a task sends, yielding now and
+/// then, while the main future receives): every message arrives, in order.
+#[test]
+fn two_workers_flood_each_other() {
+    let (count, _) = sizes(10_000, 0);
+    guard(move || {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let (to_1, from_0) = channel::<u64>();
+        let (to_0, from_1) = channel::<u64>();
+        let ends = Mutex::new(vec![Some((to_1, from_1)), Some((to_0, from_0))]);
+        let received = rt.run(|worker| {
+            let (tx, mut rx) = ends.lock().unwrap()[worker].take().unwrap();
+            async move {
+                let sending = spawn(async move {
+                    for n in 0..count {
+                        tx.send(n).unwrap();
+                        if n % 64 == 0 {
+                            volt_rt::yield_now().await;
+                        }
+                    }
+                });
+                for expected in 0..count {
+                    assert_eq!(rx.recv().await, Some(expected));
+                }
+                sending.await.unwrap();
+                // Both received everything before either drops its receiver.
+                count
+            }
+        });
+        assert_eq!(received, vec![count, count]);
+    });
+}
+
+/// A worker whose main future returns drops its channel's receiver: a sender on another worker
+/// then gets its value back as an error instead of queueing it for nobody.
+#[test]
+fn a_send_to_a_worker_that_exited_is_an_error() {
+    guard(|| {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let (tx, rx) = channel::<u64>();
+        let ends = Mutex::new((Some(tx), Some(rx)));
+        let sent = rt.run(|worker| {
+            let tx = (worker == 0).then(|| ends.lock().unwrap().0.take().unwrap());
+            let rx = (worker == 1).then(|| ends.lock().unwrap().1.take().unwrap());
+            async move {
+                if let Some(mut rx) = rx {
+                    assert_eq!(rx.recv().await, Some(0));
+                    return None; // worker 1 exits, dropping the receiver
+                }
+                let tx = tx.unwrap();
+                let mut n = 0;
+                while tx.send(n).is_ok() {
+                    n += 1;
+                    volt_rt::yield_now().await;
+                }
+                Some(tx.send(u64::MAX).unwrap_err().0)
+            }
+        });
+        assert_eq!(sent, vec![Some(u64::MAX), None]);
+    });
+}

@@ -541,6 +541,23 @@ fn unix_bind_and_connect_in_a_temp_dir() {
     });
 }
 
+/// A path with a NUL byte (a leading one would make a Linux abstract name) is refused as invalid
+/// input, as `std`'s `UnixListener::bind` does, rather than bound or connected under another name.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn unix_paths_with_a_nul_byte_are_invalid_input() {
+    guard(|| {
+        block_on(async {
+            for name in ["\0volt-rt-abstract", "volt-rt\0nul"] {
+                let err = UnixListener::bind(name).unwrap_err();
+                assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{name:?}");
+                let err = UnixStream::connect(name).await.unwrap_err();
+                assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{name:?}");
+            }
+        });
+    });
+}
+
 /// Regression: a non-blocking Unix `connect` fails with `EAGAIN` when the listener's backlog is
 /// full; that was taken for "in progress", and `connect` returned a stream that was never
 /// connected (its first write failed with `ENOTCONN`). Now it is an error (`WouldBlock`).
