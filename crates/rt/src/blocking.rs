@@ -14,7 +14,8 @@ use crate::lock;
 use crate::task::{join_pair, JoinError, JoinHandle};
 
 const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
-static MAX_THREADS: AtomicUsize = AtomicUsize::new(64);
+/// Set by [`Builder::max_blocking_threads`](crate::Builder::max_blocking_threads).
+pub(crate) static MAX_THREADS: AtomicUsize = AtomicUsize::new(64);
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -44,10 +45,6 @@ fn pool() -> &'static Pool {
     })
 }
 
-pub(crate) fn set_max_threads(n: usize) {
-    MAX_THREADS.store(n, Ordering::Relaxed);
-}
-
 impl Pool {
     fn submit(&'static self, job: Job) {
         let mut state = lock(&self.state);
@@ -63,8 +60,13 @@ impl Pool {
                 .name("volt-blocking".into())
                 .spawn(move || self.work());
             if spawned.is_err() {
-                // The queued job will run on an existing thread once one frees up.
-                lock(&self.state).threads -= 1;
+                // The queued job will run on an existing thread once one frees up; with none,
+                // the queue would wait forever: its jobs are dropped (their handles cancelled).
+                let mut state = lock(&self.state);
+                state.threads -= 1;
+                let stranded = (state.threads == 0).then(|| std::mem::take(&mut state.queue));
+                drop(state); // their destructors run outside the lock
+                drop(stranded);
             }
         }
     }

@@ -60,7 +60,7 @@ impl Builder {
     pub fn build(self) -> io::Result<Runtime> {
         let io_backend = IoBackend::resolve(self.io_backend)?;
         if let Some(n) = self.max_blocking_threads {
-            crate::blocking::set_max_threads(n);
+            crate::blocking::MAX_THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
         }
         let workers = (0..self.workers)
             .map(|_| Shared::new())
