@@ -2,9 +2,10 @@
 //! TLS port.
 //!
 //! [`TlsConfig`] is built once from PEM files ([`CertKey`]); each accepted connection runs the
-//! handshake (bounded by [`Config::header_read_timeout`](crate::Config)) and then goes to the
-//! protocol ALPN chose: `h2` to the HTTP/2 driver, `http/1.1` or none to the HTTP/1 loop. A
-//! failed handshake, or plaintext on the TLS port, ends that connection only.
+//! handshake (bounded by [`Config::header_read_timeout`](crate::Config), cut short by graceful
+//! shutdown) and then goes to the protocol ALPN chose: `h2` to the HTTP/2 driver, `http/1.1` or
+//! none to the HTTP/1 loop. A failed handshake, or plaintext on the TLS port, ends that
+//! connection only.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -19,6 +20,7 @@ use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use volt_rt::future::{race, Either};
 use volt_rt::net::TcpStream;
 
 use crate::server::Worker;
@@ -206,8 +208,13 @@ pub(crate) async fn serve<S: Service>(
 ) {
     let _ = stream.set_nodelay(true);
     let timeout = worker.config.header_read_timeout;
-    let stream = match volt_rt::time::timeout(timeout, tls.acceptor.accept(stream)).await {
-        Ok(Ok(s)) => s,
+    let handshake = volt_rt::time::timeout(timeout, tls.acceptor.accept(stream));
+    // Graceful shutdown closes a connection still in its handshake, as it does an idle one: it
+    // has no request in flight, and would otherwise hold the shutdown up for as long as the
+    // client keeps its handshake unfinished (`header_read_timeout`).
+    let stopped = volt_rt::Handle::current().stopped();
+    let stream = match race(handshake, stopped).await {
+        Either::Left(Ok(Ok(s))) => s,
         // A bad client hello, plaintext, a certificate the client refused, a timeout: rustls
         // has already queued an alert where one applies; dropping the socket closes it.
         _ => return,

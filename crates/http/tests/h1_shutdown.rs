@@ -239,3 +239,24 @@ fn request_head_arriving_during_shutdown_is_answered() {
     assert_eq!(busy.read_response().text(), DONE_CLOSE);
     server.join().expect("serve returned Ok");
 }
+
+/// A connection skipping the rest of a body its handler did not read (after a keep-alive
+/// answer) is closed by shutdown, not kept until the client sends the rest: it once waited out
+/// `body_read_timeout` (bounded only by `shutdown_timeout`), neither idle nor in flight.
+#[test]
+fn shutdown_ends_the_drain_of_an_unread_body() {
+    // Both far longer than the client's read guard: a server waiting either out fails the read.
+    let config = Config {
+        body_read_timeout: Duration::from_secs(600),
+        shutdown_timeout: Duration::from_secs(600),
+        ..Default::default()
+    };
+    let server = common::start_with(1, config, app(gate()));
+    let mut c = server.connect();
+    // `/` reads no body: 3 of the 100 bytes come, the rest never does.
+    c.send(b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc");
+    assert_eq!(c.read_response().text(), text_response("200 OK", "", "hi"));
+    server.handle().shutdown();
+    c.expect_closed();
+    server.join().expect("serve returned Ok");
+}

@@ -6,6 +6,7 @@ mod common;
 mod h2common;
 
 use std::future::Future;
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -743,6 +744,55 @@ fn graceful_shutdown_sends_goaway_and_finishes_streams() {
     });
     shutter.join().unwrap();
     server.join().expect("serve returned Ok after the shutdown");
+}
+
+/// A stream whose response is out while the client still sends a body nobody reads is reset
+/// with NO_ERROR once GOAWAY went out, and the connection closes: it once waited for the rest
+/// of that body (`body_read_timeout`, bounded only by `shutdown_timeout`).
+#[test]
+fn graceful_shutdown_ends_the_drain_of_an_unread_body() {
+    // Far longer than the client's read guard: a server waiting either out fails the read.
+    let (server, _) = start(Config {
+        body_read_timeout: std::time::Duration::from_secs(600),
+        shutdown_timeout: std::time::Duration::from_secs(600),
+        ..Config::default()
+    });
+    let mut tcp = std::net::TcpStream::connect(server.addr()).unwrap();
+    tcp.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    // POST / (GET only: 405, the body unread), without END_STREAM, and 3 bytes of body.
+    let mut hello = client_start();
+    hello.extend(frame(
+        HEADERS,
+        END_HEADERS,
+        1,
+        &h2common::request_block(true),
+    ));
+    hello.extend(frame(DATA, 0, 1, b"abc"));
+    tcp.write_all(&hello).unwrap();
+    let mut buf = Vec::new();
+    loop {
+        let (kind, flags, stream, _) = next_frame(&mut tcp, &mut buf);
+        if stream == 1 && matches!(kind, HEADERS | DATA) && flags & END_STREAM != 0 {
+            break;
+        }
+    }
+    server.handle().shutdown();
+    let (mut goaway, mut reset) = (false, None);
+    loop {
+        let (kind, _, stream, payload) = next_frame(&mut tcp, &mut buf);
+        match kind {
+            GOAWAY => goaway = true,
+            RST_STREAM if stream == 1 => reset = Some(payload),
+            _ => {}
+        }
+        if goaway && reset.is_some() {
+            break;
+        }
+    }
+    assert_eq!(reset.unwrap(), [0; 4], "RST_STREAM with NO_ERROR");
+    let mut rest = Vec::new();
+    tcp.read_to_end(&mut rest).expect("closed, not left open");
+    server.join().expect("serve returned Ok");
 }
 
 /// A `:path` in neither of the forms HTTP/2 allows (origin-form, or `*`; RFC 9113 §8.3.1),

@@ -296,3 +296,31 @@ fn a_handshake_that_stops_midway_times_out() {
     let rest = stalled.read_to_end();
     assert!(rest.len() < 64, "expected a close, got {rest:?}");
 }
+
+/// Graceful shutdown closes a connection still in its handshake at once, as it does an idle
+/// one, instead of waiting out `header_read_timeout` (it once did: the handshake did not watch
+/// for shutdown, and a connection in it was not counted idle).
+#[test]
+fn shutdown_closes_a_connection_in_its_handshake() {
+    let certs = certs();
+    // Both far longer than the client's read guard: a server waiting either out fails the read.
+    let config = Config {
+        header_read_timeout: std::time::Duration::from_secs(600),
+        shutdown_timeout: std::time::Duration::from_secs(600),
+        ..Config::default()
+    };
+    let server = start_hi(&certs, config);
+    let addr = server.addr();
+    let mut stalled = server_raw(addr);
+    // Half a client hello, as in `a_handshake_that_stops_midway_times_out`.
+    stalled.send(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03]);
+    // A whole exchange on a second connection, made after the stalled one: the stalled one
+    // has been accepted (one worker, accepted in order) and is in its handshake.
+    let config = client_config(&[&certs.a.2], &[b"http/1.1"]);
+    let mut other = tls_connect(addr, config, "a.test").unwrap();
+    assert!(http1_get(&mut other).ends_with("hi"));
+    server.handle().shutdown();
+    let rest = stalled.read_to_end();
+    assert!(rest.len() < 64, "expected a close, got {rest:?}");
+    server.join().expect("serve returned Ok");
+}

@@ -29,6 +29,7 @@ use std::time::Instant;
 use bytes::{Buf, BytesMut};
 use http::{Method, StatusCode, Version};
 use volt_proto::{BodyKind, ParseError};
+use volt_rt::future::{race, Either};
 use volt_rt::time::{sleep_until, Sleep};
 
 use crate::request::{Parts, RequestBody};
@@ -564,9 +565,14 @@ impl ConnIo {
                     false => Step::Done(Next::Close),
                 },
                 Wait::Drain(reader) => {
-                    match reader.finish(self.worker.config.max_drain_bytes).await {
-                        true => self.after_request(true),
-                        false => Step::Done(Next::Close),
+                    // Graceful shutdown ends the drain: the response is out, and the
+                    // connection will not take another request, so a client slow with the
+                    // rest of a body must not hold the shutdown up (`body_read_timeout`).
+                    let drain = reader.finish(self.worker.config.max_drain_bytes);
+                    let stopped = volt_rt::Handle::current().stopped();
+                    match race(drain, stopped).await {
+                        Either::Left(true) => self.after_request(true),
+                        _ => Step::Done(Next::Close),
                     }
                 }
                 Wait::Flush(next) => {

@@ -416,6 +416,13 @@ where
         if !self.conn.is_receiving(task.id) {
             return true;
         }
+        // After a GOAWAY no stream follows, so a body whose response is out is not drained (as
+        // over HTTP/1 once the connection is to close): a client slow with the rest must not
+        // hold a graceful shutdown up. It is told it may stop (RFC 9113 §8.1).
+        if self.phase != Phase::Serving {
+            self.conn.reset(task.id, Reason::NO_ERROR, &mut self.out);
+            return true;
+        }
         // The client is still sending a body nobody reads: drain it, for a while.
         if task.drain_deadline.is_none() {
             task.drain_deadline = Some(Instant::now() + self.worker.config.body_read_timeout);
@@ -662,6 +669,17 @@ where
     fn go_away(&mut self) {
         self.conn.go_away(&mut self.out);
         self.phase = Phase::Draining;
+        // Bodies being drained end now (see `task_finished`).
+        let mut i = 0;
+        while i < self.tasks.len() {
+            if self.tasks[i].drain_deadline.is_some() {
+                let task = self.tasks.swap_remove(i);
+                self.conn.reset(task.id, Reason::NO_ERROR, &mut self.out);
+                self.retire(task);
+            } else {
+                i += 1;
+            }
+        }
     }
 
     /// Ends every stream's work at once (the connection is failing).
