@@ -2,6 +2,7 @@
 
 use std::any::Any;
 use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -51,6 +52,49 @@ pub(crate) struct Parts {
     /// End of the path within the target (where `?` is, or the target's end).
     pub(crate) path_end: u32,
     pub(crate) remote_addr: Option<SocketAddr>,
+}
+
+thread_local! {
+    /// The request head given back last, kept apart: one batch after another takes and gives
+    /// back one head, found here without a `RefCell` or a `Vec`. An idle connection holds
+    /// none.
+    static LAST_PARTS: Cell<Option<Rc<Parts>>> = const { Cell::new(None) };
+    /// The other request heads of finished batches, for the next batches on this worker.
+    static SPARE_PARTS: RefCell<Vec<Rc<Parts>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Most spare heads a worker keeps besides [`LAST_PARTS`].
+const SPARE_PARTS_MAX: usize = 64;
+/// Largest head buffer a spare head keeps.
+const SPARE_HEAD_MAX: usize = 4 * 1024;
+
+/// A head to parse a batch's requests into, from this worker's spares (one batch after another
+/// takes and gives back one: still in the cache).
+pub(crate) fn take_parts() -> Rc<Parts> {
+    LAST_PARTS.take().unwrap_or_else(|| {
+        SPARE_PARTS
+            .with(|spare| spare.borrow_mut().pop())
+            .unwrap_or_default()
+    })
+}
+
+/// Gives a batch's head back to this worker's spares.
+pub(crate) fn give_parts(mut parts: Rc<Parts>) {
+    // Only a head no request holds any more, and not an unusually large one.
+    let Some(p) = Rc::get_mut(&mut parts) else {
+        return;
+    };
+    if p.head.capacity() > SPARE_HEAD_MAX {
+        p.head = Vec::new();
+    }
+    if let Some(before) = LAST_PARTS.replace(Some(parts)) {
+        SPARE_PARTS.with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if spare.len() < SPARE_PARTS_MAX {
+                spare.push(before);
+            }
+        });
+    }
 }
 
 impl Parts {

@@ -32,7 +32,7 @@ use volt_proto::{BodyKind, ParseError};
 use volt_rt::future::{race, Either};
 use volt_rt::time::{sleep_until, Sleep};
 
-use crate::request::{Parts, RequestBody};
+use crate::request::{give_parts, take_parts, Parts, RequestBody};
 use crate::response::{IntoResponse, Response};
 use crate::server::{ConnGuard, Worker, READ_BUF};
 use crate::service::Service;
@@ -376,46 +376,6 @@ fn answer_each<'a, S: Service>(
                 return Step::Done(Next::Close);
             }
         }
-    }
-}
-
-thread_local! {
-    /// The request head given back last, kept apart: one batch after another takes and gives
-    /// back one head, found here without a `RefCell` or a `Vec`. An idle connection holds
-    /// none.
-    static LAST_PARTS: Cell<Option<Rc<Parts>>> = const { Cell::new(None) };
-    /// The other request heads of finished batches, for the next batches on this worker.
-    static SPARE_PARTS: RefCell<Vec<Rc<Parts>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Most spare heads a worker keeps besides [`LAST_PARTS`].
-const SPARE_PARTS_MAX: usize = 64;
-/// Largest head buffer a spare head keeps.
-const SPARE_HEAD_MAX: usize = 4 * 1024;
-
-pub(crate) fn take_parts() -> Rc<Parts> {
-    LAST_PARTS.take().unwrap_or_else(|| {
-        SPARE_PARTS
-            .with(|spare| spare.borrow_mut().pop())
-            .unwrap_or_default()
-    })
-}
-
-pub(crate) fn give_parts(mut parts: Rc<Parts>) {
-    // Only a head no request holds any more, and not an unusually large one.
-    let Some(p) = Rc::get_mut(&mut parts) else {
-        return;
-    };
-    if p.head.capacity() > SPARE_HEAD_MAX {
-        p.head = Vec::new();
-    }
-    if let Some(before) = LAST_PARTS.replace(Some(parts)) {
-        SPARE_PARTS.with(|spare| {
-            let mut spare = spare.borrow_mut();
-            if spare.len() < SPARE_PARTS_MAX {
-                spare.push(before);
-            }
-        });
     }
 }
 

@@ -51,7 +51,7 @@ use volt_proto::RequestHead;
 use volt_rt::time::{sleep_until, Sleep};
 
 use crate::config::Config;
-use crate::conn::{give_parts, take_parts};
+use crate::request::{give_parts, take_parts};
 use crate::request::{Parts, RequestBody};
 use crate::response::{IntoResponse, Response};
 use crate::server::Worker;
