@@ -725,8 +725,9 @@ fn using_a_socket_in_another_block_on_panics_clearly() {
 }
 
 /// Writes until a write or flush fails, sleeping a little between rounds so the peer's RST can
-/// arrive; panics if none has failed after many rounds.
-async fn write_until_error(stream: &TcpStream) -> io::Error {
+/// arrive, and checks the failure is a broken pipe or a reset; panics if none has failed after
+/// many rounds.
+async fn writes_fail_as_closed(stream: &TcpStream) {
     let chunk = vec![7u8; 16 * 1024];
     for _ in 0..2000 {
         let result = match stream.write_all(&chunk).await {
@@ -734,7 +735,12 @@ async fn write_until_error(stream: &TcpStream) -> io::Error {
             Err(e) => Err(e),
         };
         if let Err(e) = result {
-            return e;
+            let closed = matches!(
+                e.kind(),
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+            );
+            assert!(closed, "{e}");
+            return;
         }
         volt_rt::time::sleep(Duration::from_millis(1)).await;
     }
@@ -765,14 +771,7 @@ fn peer_reset_fails_reads_and_writes() {
                 again.await.is_ok(),
                 "a second read on a reset connection hung"
             );
-            let e = write_until_error(&server).await;
-            assert!(
-                matches!(
-                    e.kind(),
-                    io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
-                ),
-                "{e}"
-            );
+            writes_fail_as_closed(&server).await;
         });
     });
 }
@@ -788,14 +787,7 @@ fn write_to_a_closed_peer_fails() {
             drop(client);
             let mut buf = [0u8; 16];
             assert_eq!(server.read(&mut buf).await.unwrap(), 0);
-            let e = write_until_error(&server).await;
-            assert!(
-                matches!(
-                    e.kind(),
-                    io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
-                ),
-                "{e}"
-            );
+            writes_fail_as_closed(&server).await;
             // A stream whose send failed still answers reads at once.
             let read = volt_rt::time::timeout(Duration::from_secs(60), server.read(&mut buf));
             assert!(read.await.is_ok(), "a read after a failed write hung");
