@@ -275,6 +275,21 @@ fn http1_over_tls_keep_alive_and_pipelining() {
     assert!(http1_get(&mut tls).ends_with(body));
 }
 
+/// Starts the `hi` server with `config`, opens a connection that stops in the middle of its
+/// handshake (a handshake record announcing 512 bytes, of which 5 arrive), and serves a whole
+/// exchange on a second connection made after it: the stalled one has been accepted (one
+/// worker, accepted in order) and is in its handshake. Returns the server and the stalled one.
+fn stalled_in_a_handshake(certs: &Certs, config: Config) -> (common::TestServer, common::Client) {
+    let server = start_hi(certs, config);
+    let addr = server.addr();
+    let mut stalled = server_raw(addr);
+    stalled.send(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03]);
+    let config = client_config(&[&certs.a.2], &[b"http/1.1"]);
+    let mut other = tls_connect(addr, config, "a.test").unwrap();
+    assert!(http1_get(&mut other).ends_with("hi"));
+    (server, stalled)
+}
+
 /// A client that stops in the middle of its handshake (half a client hello, then silence) is
 /// closed once `header_read_timeout` passed, and meanwhile others are served.
 #[test]
@@ -284,14 +299,7 @@ fn a_handshake_that_stops_midway_times_out() {
         header_read_timeout: std::time::Duration::from_secs(1),
         ..Config::default()
     };
-    let server = start_hi(&certs, config);
-    let addr = server.addr();
-    let mut stalled = server_raw(addr);
-    // A handshake record announcing 512 bytes, of which 5 arrive.
-    stalled.send(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03]);
-    let config = client_config(&[&certs.a.2], &[b"http/1.1"]);
-    let mut other = tls_connect(addr, config, "a.test").unwrap();
-    assert!(http1_get(&mut other).ends_with("hi"));
+    let (_server, mut stalled) = stalled_in_a_handshake(&certs, config);
     // Closed by the server (the client's read guard is far longer than the timeout).
     let rest = stalled.read_to_end();
     assert!(rest.len() < 64, "expected a close, got {rest:?}");
@@ -309,16 +317,7 @@ fn shutdown_closes_a_connection_in_its_handshake() {
         shutdown_timeout: std::time::Duration::from_secs(600),
         ..Config::default()
     };
-    let server = start_hi(&certs, config);
-    let addr = server.addr();
-    let mut stalled = server_raw(addr);
-    // Half a client hello, as in `a_handshake_that_stops_midway_times_out`.
-    stalled.send(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03]);
-    // A whole exchange on a second connection, made after the stalled one: the stalled one
-    // has been accepted (one worker, accepted in order) and is in its handshake.
-    let config = client_config(&[&certs.a.2], &[b"http/1.1"]);
-    let mut other = tls_connect(addr, config, "a.test").unwrap();
-    assert!(http1_get(&mut other).ends_with("hi"));
+    let (server, mut stalled) = stalled_in_a_handshake(&certs, config);
     server.handle().shutdown();
     let rest = stalled.read_to_end();
     assert!(rest.len() < 64, "expected a close, got {rest:?}");
