@@ -1,4 +1,5 @@
-//! volt's HTTP server: HTTP/1.0, 1.1 and 2 on volt-rt, cleartext or TLS, one worker per core.
+//! volt's HTTP server (HTTP/1.0, 1.1 and 2 on volt-rt, cleartext or TLS, one worker per core)
+//! and HTTP/1.1 client.
 //!
 //! # Overview
 //!
@@ -19,6 +20,8 @@
 //! - HTTP/2: a plain port answers the HTTP/2 preface (prior knowledge) as well as HTTP/1; with
 //!   [`Server::tls`] and a [`TlsConfig`] (PEM certificates, SNI) the port serves HTTPS, HTTP/2
 //!   or HTTP/1.1 as ALPN chooses. Handlers do not change.
+//! - [`Client`] makes HTTP/1.1 requests over TCP or TLS from a worker, keeps connections in a
+//!   pool per origin, and streams bodies both ways ([`ClientResponse::chunk`]).
 //!
 //! # Example
 //!
@@ -56,6 +59,7 @@
 #![forbid(unsafe_code)]
 
 mod body;
+mod client;
 mod config;
 mod conn;
 mod error;
@@ -71,6 +75,7 @@ mod tls;
 mod transport;
 
 pub use body::{Body, BodySender, BodyStream};
+pub use client::{Client, ClientBuilder, ClientResponse, RequestBuilder};
 pub use config::Config;
 pub use error::Error;
 pub use http::{header, HeaderName, HeaderValue, Method, StatusCode, Version};

@@ -1,0 +1,263 @@
+//! One HTTP/1.1 connection of the client: the socket (plain or TLS), its read buffer, and the
+//! reading and writing of one exchange at a time.
+
+use std::future::poll_fn;
+use std::io;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, BytesMut};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Version};
+use rustls_pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use volt_proto::{BodyKind, Limits};
+use volt_rt::net::TcpStream;
+use volt_rt::time::timeout_at;
+
+use super::Origin;
+
+/// Least free room in the read buffer before a read.
+const MIN_READ: usize = 8 * 1024;
+
+/// The byte stream under a connection.
+enum Stream {
+    Tcp(TcpStream),
+    /// Boxed: the session state is a few KiB.
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+/// A connection to one origin, idle between exchanges.
+pub(super) struct Conn {
+    stream: Stream,
+    /// Bytes read and not yet taken: the rest of a head, or body bytes.
+    pub(super) buf: BytesMut,
+    pub(super) origin: Origin,
+}
+
+/// A response head, owned (the spans it was parsed into point into the read buffer, which
+/// the body then consumes).
+pub(super) struct Head {
+    pub(super) status: StatusCode,
+    pub(super) version: Version,
+    pub(super) headers: HeaderMap,
+    pub(super) body: BodyKind,
+    pub(super) keep_alive: bool,
+}
+
+impl Conn {
+    /// Resolves the origin's host (off the worker, on the blocking pool, unless it is an
+    /// address), connects to the first address that answers, and for `https` completes the
+    /// TLS handshake, all within `timeout`.
+    pub(super) async fn connect(
+        origin: Origin,
+        tls: Option<Arc<rustls::ClientConfig>>,
+        timeout: Duration,
+    ) -> io::Result<Conn> {
+        let deadline = volt_rt::time::now() + timeout;
+        let connected = timeout_at(deadline, async {
+            let addrs = resolve(&origin.host, origin.port).await?;
+            let tcp = connect_any(&addrs).await?;
+            tcp.set_nodelay(true)?;
+            let stream = match tls {
+                None => Stream::Tcp(tcp),
+                Some(config) => {
+                    let name = ServerName::try_from(origin.host.clone())
+                        .map_err(|e| invalid_input(format!("TLS server name: {e}")))?;
+                    let tls = tokio_rustls::TlsConnector::from(config)
+                        .connect(name, tcp)
+                        .await?;
+                    Stream::Tls(Box::new(tls))
+                }
+            };
+            Ok::<_, io::Error>(stream)
+        });
+        let stream = connected.await.map_err(|_| timed_out("connecting"))??;
+        Ok(Conn {
+            stream,
+            buf: BytesMut::new(),
+            origin,
+        })
+    }
+
+    /// Writes all of `bytes` by `deadline`.
+    pub(super) async fn write_all(
+        &mut self,
+        mut bytes: &[u8],
+        deadline: Instant,
+    ) -> io::Result<()> {
+        let written = timeout_at(deadline, async {
+            while !bytes.is_empty() {
+                let n = poll_fn(|cx| Pin::new(&mut self.stream).poll_write(cx, bytes)).await?;
+                if n == 0 {
+                    return Err(io::ErrorKind::WriteZero.into());
+                }
+                bytes = &bytes[n..];
+            }
+            poll_fn(|cx| Pin::new(&mut self.stream).poll_flush(cx)).await
+        });
+        written
+            .await
+            .map_err(|_| timed_out("sending the request"))?
+    }
+
+    /// Reads more bytes into the buffer by `deadline`; `Ok(0)` when the server closed.
+    pub(super) async fn read_more(&mut self, deadline: Instant) -> io::Result<usize> {
+        self.buf.reserve(MIN_READ);
+        let read = timeout_at(deadline, async {
+            poll_fn(|cx| {
+                tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), cx, &mut self.buf)
+            })
+            .await
+        });
+        read.await
+            .map_err(|_| timed_out("waiting for the response"))?
+    }
+
+    /// Reads the response head by `deadline`, skipping interim (1xx) responses. `received`
+    /// says whether any byte of a response arrived, for the caller's retry rule.
+    pub(super) async fn read_head(
+        &mut self,
+        limits: &Limits,
+        head_request: bool,
+        deadline: Instant,
+        received: &mut bool,
+    ) -> io::Result<Head> {
+        loop {
+            if !self.buf.is_empty() {
+                *received = true;
+                let parsed = volt_proto::parse_response(&self.buf, limits, head_request)
+                    .map_err(|e| invalid_data(format!("bad response head: {e}")))?;
+                if let Some(head) = parsed {
+                    let status = head.status;
+                    if status == StatusCode::SWITCHING_PROTOCOLS {
+                        return Err(invalid_data("101 Switching Protocols is not supported"));
+                    }
+                    if status.is_informational() {
+                        // 100 Continue, 103 Early Hints: the final response follows.
+                        self.buf.advance(head.head_len);
+                        continue;
+                    }
+                    let mut headers = HeaderMap::with_capacity(head.headers.len());
+                    for field in &head.headers {
+                        let name = HeaderName::from_bytes(field.name.get(&self.buf));
+                        let value = HeaderValue::from_bytes(field.value.get(&self.buf));
+                        let (Ok(name), Ok(value)) = (name, value) else {
+                            return Err(invalid_data("bad response header field"));
+                        };
+                        headers.append(name, value);
+                    }
+                    self.buf.advance(head.head_len);
+                    return Ok(Head {
+                        status,
+                        version: head.version,
+                        headers,
+                        body: head.body,
+                        keep_alive: head.keep_alive,
+                    });
+                }
+            }
+            if self.read_more(deadline).await? == 0 {
+                let e = io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection before the response head",
+                );
+                return Err(e);
+            }
+        }
+    }
+
+    /// Whether an idle connection can carry another request: the server has neither closed
+    /// it nor sent anything unasked (a read now would wait). Never waits.
+    pub(super) fn is_reusable(&mut self) -> bool {
+        let mut scratch = [0u8; 64];
+        let mut buf = ReadBuf::new(&mut scratch);
+        let mut cx = Context::from_waker(Waker::noop());
+        let pending = Pin::new(&mut self.stream)
+            .poll_read(&mut cx, &mut buf)
+            .is_pending();
+        self.buf.is_empty() && pending
+    }
+}
+
+/// The addresses of `host`: parsed if it is an address, else looked up on the blocking pool
+/// (`getaddrinfo` may take seconds, and the worker must not wait for it).
+async fn resolve(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    let host = host.to_owned();
+    let looked_up = volt_rt::spawn_blocking(move || {
+        (host.as_str(), port)
+            .to_socket_addrs()
+            .map(Iterator::collect)
+    });
+    let looked_up = looked_up.await;
+    looked_up.map_err(|_| io::Error::other("the address lookup panicked"))?
+}
+
+/// Connects to the first of `addrs` that accepts.
+async fn connect_any(addrs: &[SocketAddr]) -> io::Result<TcpStream> {
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "the host has no address");
+    for addr in addrs {
+        match TcpStream::connect(*addr).await {
+            Ok(tcp) => return Ok(tcp),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+pub(super) fn invalid_input(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg.into())
+}
+
+pub(super) fn invalid_data(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.into())
+}
+
+pub(super) fn timed_out(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, format!("timed out {what}"))
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}

@@ -1,0 +1,505 @@
+//! The HTTP/1.1 client: requests over TCP or TLS, keep-alive connections pooled per origin,
+//! bodies streamed both ways.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! let client = volt_http::Client::new();
+//! let response = client.get("http://127.0.0.1:8080/json").send().await?;
+//! assert_eq!(response.status(), 200);
+//! let body = response.text().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Like everything on volt-rt, a [`Client`] belongs to the worker (thread) that made it: it is
+//! `!Send`, its clones share one pool, and each worker makes its own.
+
+use std::cell::{OnceCell, RefCell};
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, TRANSFER_ENCODING};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, Version};
+use serde::Serialize;
+use volt_proto::Limits;
+
+use crate::body::{poll_next_caught, BodyKind};
+use crate::Body;
+use conn::{invalid_input, Conn};
+
+mod conn;
+mod response;
+
+pub use response::ClientResponse;
+
+/// A body in memory up to this size goes out in the same write as the head.
+const COALESCE_MAX: usize = 16 * 1024;
+
+/// Makes requests, reusing connections: a handle to one pool, cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    inner: Rc<Inner>,
+}
+
+/// Settings for a [`Client`]; [`Client::builder`] starts one with the defaults.
+#[derive(Clone, Debug)]
+pub struct ClientBuilder {
+    connect_timeout: Duration,
+    timeout: Duration,
+    idle_timeout: Duration,
+    max_idle_per_host: usize,
+    limits: Limits,
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// What the clones of a [`Client`] share.
+struct Inner {
+    connect_timeout: Duration,
+    timeout: Duration,
+    idle_timeout: Duration,
+    max_idle_per_host: usize,
+    limits: Limits,
+    /// The TLS settings: the caller's, or Mozilla's roots (webpki-roots), made on first use.
+    tls: OnceCell<Arc<rustls::ClientConfig>>,
+    /// Idle connections per origin, the most recently used last.
+    pool: RefCell<HashMap<Origin, Vec<Idle>>>,
+}
+
+/// Where a connection goes: scheme, host and port (RFC 9110 §4.3.1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Origin {
+    https: bool,
+    /// The host as in the URL (a name or an address, without brackets).
+    host: String,
+    port: u16,
+}
+
+struct Idle {
+    conn: Conn,
+    since: Instant,
+}
+
+impl Client {
+    /// A client with the defaults of [`ClientBuilder`].
+    pub fn new() -> Client {
+        ClientBuilder::default().build()
+    }
+
+    /// Settings for a client.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// A `GET` request to `url` (`http://` or `https://`).
+    pub fn get(&self, url: &str) -> RequestBuilder {
+        self.request(Method::GET, url)
+    }
+
+    /// A `POST` request to `url`.
+    pub fn post(&self, url: &str) -> RequestBuilder {
+        self.request(Method::POST, url)
+    }
+
+    /// A `PUT` request to `url`.
+    pub fn put(&self, url: &str) -> RequestBuilder {
+        self.request(Method::PUT, url)
+    }
+
+    /// A `DELETE` request to `url`.
+    pub fn delete(&self, url: &str) -> RequestBuilder {
+        self.request(Method::DELETE, url)
+    }
+
+    /// A request with any method to `url`.
+    pub fn request(&self, method: Method, url: &str) -> RequestBuilder {
+        RequestBuilder {
+            client: self.clone(),
+            method,
+            target: Target::parse(url),
+            headers: HeaderMap::new(),
+            body: Body::empty(),
+        }
+    }
+
+    /// Idle pooled connections, over all origins.
+    pub fn idle_connections(&self) -> usize {
+        self.inner.pool.borrow().values().map(Vec::len).sum()
+    }
+}
+
+impl Default for Client {
+    fn default() -> Self {
+        Client::new()
+    }
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        ClientBuilder {
+            connect_timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(30),
+            max_idle_per_host: 32,
+            limits: Limits::default(),
+            tls: None,
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// Longest wait for a connection: address lookup, TCP connect and TLS handshake. Default
+    /// 10 s.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Longest wait for each write of the request, then for the response head, then for each
+    /// read of the body. Default 30 s.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How long an idle connection is kept for reuse. Default 30 s.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Most idle connections kept per origin (0: none, every request connects). Default 32.
+    pub fn max_idle_per_host(mut self, max: usize) -> Self {
+        self.max_idle_per_host = max;
+        self
+    }
+
+    /// Limits on response heads (size, field count) and chunked trailers.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// TLS settings for `https` (roots to trust, client certificates). Without this, the
+    /// server must present a certificate chained to one of Mozilla's roots (webpki-roots).
+    /// The ALPN list is replaced by `http/1.1`, the only protocol spoken.
+    pub fn tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// Trusts these roots for `https` instead of Mozilla's.
+    pub fn tls_roots(self, roots: rustls::RootCertStore) -> Self {
+        let config = tls_builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        self.tls_config(Arc::new(config))
+    }
+
+    /// The client.
+    pub fn build(self) -> Client {
+        let tls = OnceCell::new();
+        if let Some(config) = self.tls {
+            let _ = tls.set(http1_only(&config));
+        }
+        Client {
+            inner: Rc::new(Inner {
+                connect_timeout: self.connect_timeout,
+                timeout: self.timeout,
+                idle_timeout: self.idle_timeout,
+                max_idle_per_host: self.max_idle_per_host,
+                limits: self.limits,
+                tls,
+                pool: RefCell::new(HashMap::new()),
+            }),
+        }
+    }
+}
+
+fn tls_builder() -> rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default TLS versions")
+}
+
+/// `config` offering only HTTP/1.1 by ALPN.
+fn http1_only(config: &rustls::ClientConfig) -> Arc<rustls::ClientConfig> {
+    let mut config = config.clone();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(config)
+}
+
+impl Inner {
+    fn tls(&self) -> Arc<rustls::ClientConfig> {
+        let config = self.tls.get_or_init(|| {
+            let roots = rustls::RootCertStore {
+                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+            };
+            http1_only(
+                &tls_builder()
+                    .with_root_certificates(roots)
+                    .with_no_client_auth(),
+            )
+        });
+        config.clone()
+    }
+
+    /// A pooled connection to `origin` that is still usable (and `true`), or a new one.
+    async fn checkout(&self, origin: &Origin) -> io::Result<(Conn, bool)> {
+        let now = volt_rt::time::now();
+        while let Some(mut idle) = self.take_idle(origin) {
+            if now.duration_since(idle.since) < self.idle_timeout && idle.conn.is_reusable() {
+                return Ok((idle.conn, true));
+            }
+        }
+        let tls = origin.https.then(|| self.tls());
+        let conn = Conn::connect(origin.clone(), tls, self.connect_timeout).await?;
+        Ok((conn, false))
+    }
+
+    fn take_idle(&self, origin: &Origin) -> Option<Idle> {
+        self.pool.borrow_mut().get_mut(origin)?.pop()
+    }
+
+    /// Keeps a connection whose exchange ended cleanly, if the pool has room for it.
+    fn give_back(&self, conn: Conn) {
+        let mut pool = self.pool.borrow_mut();
+        let idle = pool.entry(conn.origin.clone()).or_default();
+        let now = volt_rt::time::now();
+        // Connections idle too long are dropped here too, not only when next asked for.
+        idle.retain(|i| now.duration_since(i.since) < self.idle_timeout);
+        if idle.len() < self.max_idle_per_host {
+            idle.push(Idle { conn, since: now });
+        }
+    }
+}
+
+/// A request being put together; [`send`](RequestBuilder::send) sends it.
+#[derive(Debug)]
+pub struct RequestBuilder {
+    client: Client,
+    method: Method,
+    /// The request's target, or the first mistake made putting the request together.
+    target: io::Result<Target>,
+    headers: HeaderMap,
+    body: Body,
+}
+
+/// A parsed URL: where to connect, and what to ask for.
+#[derive(Debug)]
+struct Target {
+    origin: Origin,
+    /// The `Host` field: the URL's authority.
+    authority: String,
+    /// The origin-form request target: path and query.
+    path: String,
+}
+
+impl Target {
+    fn parse(url: &str) -> io::Result<Target> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| invalid_input(format!("bad URL `{url}`: {e}")))?;
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => return Err(invalid_input(format!("`{url}`: not an http or https URL"))),
+        };
+        let authority = uri
+            .authority()
+            .ok_or_else(|| invalid_input("the URL has no host"))?;
+        if authority.as_str().contains('@') {
+            return Err(invalid_input("user information in a URL is not supported"));
+        }
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        Ok(Target {
+            origin: Origin {
+                https,
+                host: host.to_owned(),
+                port,
+            },
+            authority: authority.as_str().to_owned(),
+            path: if path.is_empty() { "/" } else { path }.to_owned(),
+        })
+    }
+}
+
+impl RequestBuilder {
+    /// Adds a header field. `Host`, `Content-Length` and `Transfer-Encoding` are the client's
+    /// to set (from the URL and the body) and are refused here.
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        if [HOST, CONTENT_LENGTH, TRANSFER_ENCODING].contains(&name) {
+            self.target = Err(invalid_input(format!("`{name}` is set by the client")));
+        } else {
+            self.headers.append(name, value);
+        }
+        self
+    }
+
+    /// The body: in memory (sent with `Content-Length`), or a [`Body::stream`] or
+    /// [`Body::channel`] (sent chunked, or with `Content-Length` for [`Body::sized_stream`]).
+    pub fn body(mut self, body: impl Into<Body>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    /// `value` serialized as the JSON body, with `Content-Type: application/json`.
+    pub fn json<T: Serialize + ?Sized>(mut self, value: &T) -> Self {
+        match serde_json::to_vec(value) {
+            Ok(json) => {
+                let json_type = HeaderValue::from_static("application/json");
+                self.headers.insert(CONTENT_TYPE, json_type);
+                self.body = Body::from(json);
+            }
+            Err(e) => self.target = Err(invalid_input(format!("serializing the body: {e}"))),
+        }
+        self
+    }
+
+    /// Sends the request and waits for the response head; the body is read from the
+    /// [`ClientResponse`].
+    ///
+    /// A request that went out on a pooled connection the server had meanwhile closed, and got
+    /// no byte of answer, is sent again on a new connection, if its method is idempotent and
+    /// its body in memory (RFC 9110 §9.2.2).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` for a bad URL or header, the connection's errors, `TimedOut` after the
+    /// builder's timeouts, `InvalidData` for a malformed response head, `UnexpectedEof` when
+    /// the server closed without answering.
+    pub async fn send(self) -> io::Result<ClientResponse> {
+        let RequestBuilder {
+            client,
+            method,
+            target,
+            headers,
+            mut body,
+        } = self;
+        let target = target?;
+        let inner = &client.inner;
+        let mut head = Vec::with_capacity(256);
+        encode_head(&mut head, &method, &target, &headers, &body);
+        let replayable =
+            method.is_idempotent() && body.as_bytes().is_some() && body.trailers.is_none();
+        loop {
+            let (mut conn, reused) = inner.checkout(&target.origin).await?;
+            let mut received = false;
+            let exchanged = async {
+                write_request(&mut conn, &head, &mut body, inner.timeout).await?;
+                let deadline = volt_rt::time::now() + inner.timeout;
+                let head_request = method == Method::HEAD;
+                conn.read_head(&inner.limits, head_request, deadline, &mut received)
+                    .await
+            };
+            match exchanged.await {
+                Ok(head) => return Ok(ClientResponse::new(head, conn, inner.clone())),
+                Err(e)
+                    if reused && replayable && !received && e.kind() != io::ErrorKind::TimedOut =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// The request line and header fields, and the body's framing fields.
+fn encode_head(
+    out: &mut Vec<u8>,
+    method: &Method,
+    target: &Target,
+    headers: &HeaderMap,
+    body: &Body,
+) {
+    volt_proto::write_request_line(out, method, target.path.as_bytes(), Version::HTTP_11);
+    volt_proto::write_header(out, b"host", target.authority.as_bytes());
+    for (name, value) in headers {
+        volt_proto::write_header(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    match body.len() {
+        // RFC 9110 §8.6: no `Content-Length: 0` where no body is expected.
+        Some(0) if !matches!(*method, Method::POST | Method::PUT | Method::PATCH) => {}
+        Some(len) if body.trailers.is_none() => volt_proto::write_content_length(out, len),
+        _ => volt_proto::write_header(out, b"transfer-encoding", b"chunked"),
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Writes the head and the body: an in-memory body with the head when small, a stream chunk
+/// by chunk as the stream yields them.
+async fn write_request(
+    conn: &mut Conn,
+    head: &[u8],
+    body: &mut Body,
+    timeout: Duration,
+) -> io::Result<()> {
+    let deadline = || volt_rt::time::now() + timeout;
+    let chunked = body.len().is_none() || body.trailers.is_some();
+    match &mut body.kind {
+        BodyKind::Full(bytes) if !chunked => {
+            if bytes.len() <= COALESCE_MAX {
+                let mut out = Vec::with_capacity(head.len() + bytes.len());
+                out.extend_from_slice(head);
+                out.extend_from_slice(bytes);
+                return conn.write_all(&out, deadline()).await;
+            }
+            conn.write_all(head, deadline()).await?;
+            conn.write_all(bytes, deadline()).await
+        }
+        BodyKind::Full(bytes) => {
+            let mut out = head.to_vec();
+            volt_proto::write_chunk(&mut out, bytes);
+            let trailers = body.trailers.take().and_then(|t| t.take());
+            volt_proto::write_last_chunk(&mut out, trailers.as_ref());
+            conn.write_all(&out, deadline()).await
+        }
+        BodyKind::Stream { stream, len } => {
+            conn.write_all(head, deadline()).await?;
+            let mut sent = 0u64;
+            let mut out = Vec::new();
+            while let Some(chunk) = std::future::poll_fn(|cx| poll_next_caught(stream, cx)).await {
+                let chunk: Bytes = chunk?;
+                sent += chunk.len() as u64;
+                out.clear();
+                match len {
+                    Some(len) if sent > *len => {
+                        return Err(invalid_input("the body stream ran past its length"));
+                    }
+                    Some(_) if !chunked => conn.write_all(&chunk, deadline()).await?,
+                    _ => {
+                        volt_proto::write_chunk(&mut out, &chunk);
+                        conn.write_all(&out, deadline()).await?;
+                    }
+                }
+            }
+            if chunked {
+                out.clear();
+                let trailers = body.trailers.take().and_then(|t| t.take());
+                volt_proto::write_last_chunk(&mut out, trailers.as_ref());
+                conn.write_all(&out, deadline()).await?;
+            } else if len.is_some_and(|len| sent < len) {
+                return Err(invalid_input("the body stream ended before its length"));
+            }
+            Ok(())
+        }
+    }
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("idle_connections", &self.idle_connections())
+            .finish_non_exhaustive()
+    }
+}
