@@ -1,5 +1,5 @@
 //! volt's HTTP server (HTTP/1.0, 1.1 and 2 on volt-rt, cleartext or TLS, one worker per core)
-//! and HTTP/1.1 client.
+//! and client.
 //!
 //! # Overview
 //!
@@ -20,8 +20,8 @@
 //! - HTTP/2: a plain port answers the HTTP/2 preface (prior knowledge) as well as HTTP/1; with
 //!   [`Server::tls`] and a [`TlsConfig`] (PEM certificates, SNI) the port serves HTTPS, HTTP/2
 //!   or HTTP/1.1 as ALPN chooses. Handlers do not change.
-//! - [`Client`] makes HTTP/1.1 requests over TCP or TLS from a worker, keeps connections in a
-//!   pool per origin, and streams bodies both ways ([`ClientResponse::chunk`]).
+//! - [`Client`] makes HTTP/1.1 and HTTP/2 requests over TCP or TLS from a worker, keeps
+//!   connections per origin, and streams bodies both ways ([`ClientResponse::chunk`]).
 //!
 //! # Example
 //!

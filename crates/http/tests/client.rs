@@ -13,7 +13,7 @@ use bytes::Bytes;
 use volt_http::header::{HeaderName, HeaderValue};
 use volt_http::{
     get, post, Body, CertKey, Client, Config, Method, Request, Response, Router, StatusCode,
-    TlsConfig,
+    TlsConfig, Version,
 };
 
 fn app() -> Router {
@@ -189,7 +189,7 @@ fn head_requests_read_no_body() {
 }
 
 #[test]
-fn https_with_the_callers_roots() {
+fn https_with_the_callers_roots_http2_by_alpn() {
     let (cert, key, der) = h2common::cert_for(&["localhost"]);
     let tls = TlsConfig::new(CertKey::from_pem(cert.as_bytes(), key.as_bytes()).unwrap());
     let server = common::start_tls(1, Config::default(), tls.build().unwrap(), app());
@@ -197,18 +197,109 @@ fn https_with_the_callers_roots() {
     volt_rt::block_on(async move {
         let mut roots = rustls::RootCertStore::empty();
         roots.add(der.into()).unwrap();
-        let client = Client::builder().tls_roots(roots).build();
         let url = format!("https://localhost:{port}/");
-        for _ in 0..2 {
-            let response = client.get(&url).send().await.unwrap();
-            assert_eq!(response.version(), volt_http::Version::HTTP_11);
-            assert_eq!(response.text().await.unwrap(), "hello");
+        for (builder, version) in [
+            (Client::builder(), Version::HTTP_2),
+            (Client::builder().http1_only(), Version::HTTP_11),
+        ] {
+            let client = builder.tls_roots(roots.clone()).build();
+            for _ in 0..2 {
+                let response = client.get(&url).send().await.unwrap();
+                assert_eq!(response.version(), version);
+                assert_eq!(response.text().await.unwrap(), "hello");
+            }
+            assert_eq!(client.idle_connections(), 1);
         }
-        assert_eq!(client.idle_connections(), 1);
 
         // Mozilla's roots do not include a self-signed certificate.
         let err = Client::new().get(&url).send().await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+    });
+}
+
+#[test]
+fn http2_prior_knowledge_multiplexes_one_connection() {
+    let server = common::start(app());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = Client::builder().http2_prior_knowledge().build();
+        let response = client.get(&url(addr, "/")).send().await.unwrap();
+        assert_eq!(response.version(), Version::HTTP_2);
+        assert_eq!(response.text().await.unwrap(), "hello");
+
+        // Three requests at once: all on the one connection (one client port).
+        let ports: Vec<_> = (0..3)
+            .map(|_| {
+                let client = client.clone();
+                volt_rt::spawn(async move {
+                    let response = client.get(&url(addr, "/port")).send().await.unwrap();
+                    response.text().await.unwrap()
+                })
+            })
+            .collect();
+        let mut seen = Vec::new();
+        for port in ports {
+            seen.push(port.await.unwrap());
+        }
+        assert!(seen.iter().all(|p| *p == seen[0]), "{seen:?}");
+        assert_eq!(client.idle_connections(), 1);
+
+        let value = serde_json::json!({"over": "h2"});
+        let response = client.post(&url(addr, "/echo")).json(&value).send().await;
+        let response = response.unwrap();
+        assert_eq!(response.header("x-type"), Some("application/json"));
+        assert_eq!(response.json::<serde_json::Value>().await.unwrap(), value);
+
+        let big = vec![b'y'; 300_000]; // past the initial 64 KiB flow-control windows
+        let response = client
+            .post(&url(addr, "/echo"))
+            .body(big.clone())
+            .send()
+            .await;
+        assert_eq!(response.unwrap().bytes().await.unwrap(), big);
+
+        let (mut sender, body) = Body::channel();
+        volt_rt::spawn(async move {
+            for part in ["x", "yy", "zzz"] {
+                sender.send(part).await.unwrap();
+            }
+        });
+        let response = client.post(&url(addr, "/echo")).body(body).send().await;
+        assert_eq!(response.unwrap().bytes().await.unwrap(), "xyyzzz");
+
+        let mut response = client.get(&url(addr, "/stream")).send().await.unwrap();
+        let mut all = Vec::new();
+        while let Some(chunk) = response.chunk().await.unwrap() {
+            all.extend_from_slice(&chunk);
+        }
+        assert_eq!(all, b"one two three");
+        assert!(response.trailers().is_some());
+    });
+}
+
+#[test]
+fn http2_reconnects_after_the_server_closes_the_connection() {
+    let config = Config {
+        idle_timeout: Duration::from_millis(100),
+        ..Config::default()
+    };
+    let server = common::start_with(1, config, app());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = Client::builder().http2_prior_knowledge().build();
+        let mut ports = Vec::new();
+        for _ in 0..3 {
+            let response = client.get(&url(addr, "/port")).send().await.unwrap();
+            ports.push(response.text().await.unwrap());
+            // The server closes the idle connection (GOAWAY) meanwhile.
+            volt_rt::time::sleep(Duration::from_millis(400)).await;
+        }
+        ports.dedup();
+        assert_eq!(
+            ports.len(),
+            3,
+            "each request on a new connection: {ports:?}"
+        );
     });
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Version};
 use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -22,8 +22,15 @@ use super::Origin;
 /// Least free room in the read buffer before a read.
 const MIN_READ: usize = 8 * 1024;
 
+/// A new connection, by the protocol it speaks.
+pub(super) enum Connected {
+    H1(Conn),
+    /// A handle to the connection's driver task: requests are multiplexed over it.
+    H2(::h2::client::SendRequest<Bytes>),
+}
+
 /// The byte stream under a connection.
-enum Stream {
+pub(super) enum Stream {
     Tcp(TcpStream),
     /// Boxed: the session state is a few KiB.
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
@@ -50,36 +57,41 @@ pub(super) struct Head {
 impl Conn {
     /// Resolves the origin's host (off the worker, on the blocking pool, unless it is an
     /// address), connects to the first address that answers, and for `https` completes the
-    /// TLS handshake, all within `timeout`.
+    /// TLS handshake, all within `timeout`. The connection speaks HTTP/2 if TLS's ALPN chose
+    /// `h2`, or if `prior_knowledge` says the server speaks it on a plain port.
     pub(super) async fn connect(
         origin: Origin,
         tls: Option<Arc<rustls::ClientConfig>>,
+        prior_knowledge: bool,
         timeout: Duration,
-    ) -> io::Result<Conn> {
+    ) -> io::Result<Connected> {
         let deadline = volt_rt::time::now() + timeout;
         let connected = timeout_at(deadline, async {
             let addrs = resolve(&origin.host, origin.port).await?;
             let tcp = connect_any(&addrs).await?;
             tcp.set_nodelay(true)?;
-            let stream = match tls {
-                None => Stream::Tcp(tcp),
-                Some(config) => {
-                    let name = ServerName::try_from(origin.host.clone())
-                        .map_err(|e| invalid_input(format!("TLS server name: {e}")))?;
-                    let tls = tokio_rustls::TlsConnector::from(config)
-                        .connect(name, tcp)
-                        .await?;
-                    Stream::Tls(Box::new(tls))
-                }
+            let Some(config) = tls else {
+                return Ok((Stream::Tcp(tcp), prior_knowledge));
             };
-            Ok::<_, io::Error>(stream)
+            let name = ServerName::try_from(origin.host.clone())
+                .map_err(|e| invalid_input(format!("TLS server name: {e}")))?;
+            let tls = tokio_rustls::TlsConnector::from(config)
+                .connect(name, tcp)
+                .await?;
+            let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+            Ok::<_, io::Error>((Stream::Tls(Box::new(tls)), h2))
         });
-        let stream = connected.await.map_err(|_| timed_out("connecting"))??;
-        Ok(Conn {
+        let (stream, h2) = connected.await.map_err(|_| timed_out("connecting"))??;
+        if h2 {
+            let handshake = timeout_at(deadline, super::http2::handshake(stream));
+            let send = handshake.await.map_err(|_| timed_out("connecting"))??;
+            return Ok(Connected::H2(send));
+        }
+        Ok(Connected::H1(Conn {
             stream,
             buf: BytesMut::new(),
             origin,
-        })
+        }))
     }
 
     /// Writes all of `bytes` by `deadline`.

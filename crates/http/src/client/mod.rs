@@ -1,5 +1,5 @@
-//! The HTTP/1.1 client: requests over TCP or TLS, keep-alive connections pooled per origin,
-//! bodies streamed both ways.
+//! The client: HTTP/1.1 and HTTP/2 over TCP or TLS, connections kept per origin, bodies
+//! streamed both ways.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -29,9 +29,10 @@ use volt_proto::Limits;
 
 use crate::body::{poll_next_caught, BodyKind};
 use crate::Body;
-use conn::{invalid_input, Conn};
+use conn::{invalid_input, Conn, Connected};
 
 mod conn;
+mod http2;
 mod response;
 
 pub use response::ClientResponse;
@@ -54,6 +55,18 @@ pub struct ClientBuilder {
     max_idle_per_host: usize,
     limits: Limits,
     tls: Option<Arc<rustls::ClientConfig>>,
+    http2: Http2,
+}
+
+/// When the client speaks HTTP/2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Http2 {
+    /// Over TLS when the server picks it by ALPN.
+    Alpn,
+    /// Never.
+    Never,
+    /// Always: h2c on plain ports, and only `h2` offered by ALPN.
+    PriorKnowledge,
 }
 
 /// What the clones of a [`Client`] share.
@@ -63,10 +76,19 @@ struct Inner {
     idle_timeout: Duration,
     max_idle_per_host: usize,
     limits: Limits,
+    http2: Http2,
     /// The TLS settings: the caller's, or Mozilla's roots (webpki-roots), made on first use.
     tls: OnceCell<Arc<rustls::ClientConfig>>,
-    /// Idle connections per origin, the most recently used last.
+    /// Idle HTTP/1 connections per origin, the most recently used last.
     pool: RefCell<HashMap<Origin, Vec<Idle>>>,
+    /// The HTTP/2 connection to each origin that has one, shared by every request to it.
+    h2: RefCell<HashMap<Origin, ::h2::client::SendRequest<Bytes>>>,
+}
+
+/// A connection for one request.
+enum Checkout {
+    H1(Conn),
+    H2(::h2::client::SendRequest<Bytes>),
 }
 
 /// Where a connection goes: scheme, host and port (RFC 9110 §4.3.1).
@@ -125,9 +147,10 @@ impl Client {
         }
     }
 
-    /// Idle pooled connections, over all origins.
+    /// Connections kept for reuse, over all origins: idle HTTP/1 ones and HTTP/2 ones.
     pub fn idle_connections(&self) -> usize {
-        self.inner.pool.borrow().values().map(Vec::len).sum()
+        let h1: usize = self.inner.pool.borrow().values().map(Vec::len).sum();
+        h1 + self.inner.h2.borrow().len()
     }
 }
 
@@ -146,6 +169,7 @@ impl Default for ClientBuilder {
             max_idle_per_host: 32,
             limits: Limits::default(),
             tls: None,
+            http2: Http2::Alpn,
         }
     }
 }
@@ -183,9 +207,24 @@ impl ClientBuilder {
         self
     }
 
+    /// Speaks HTTP/1.1 only: over TLS, ALPN offers `http/1.1` alone.
+    pub fn http1_only(mut self) -> Self {
+        self.http2 = Http2::Never;
+        self
+    }
+
+    /// Speaks HTTP/2 to every server without asking: h2c (prior knowledge, RFC 9113 §3.3) on
+    /// `http` URLs, and only `h2` offered by ALPN over TLS.
+    pub fn http2_prior_knowledge(mut self) -> Self {
+        self.http2 = Http2::PriorKnowledge;
+        self
+    }
+
     /// TLS settings for `https` (roots to trust, client certificates). Without this, the
     /// server must present a certificate chained to one of Mozilla's roots (webpki-roots).
-    /// The ALPN list is replaced by `http/1.1`, the only protocol spoken.
+    /// Its ALPN list is replaced by the protocols the client speaks (`h2` and `http/1.1`
+    /// unless [`http1_only`](ClientBuilder::http1_only) or
+    /// [`http2_prior_knowledge`](ClientBuilder::http2_prior_knowledge)).
     pub fn tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
         self.tls = Some(config);
         self
@@ -203,7 +242,7 @@ impl ClientBuilder {
     pub fn build(self) -> Client {
         let tls = OnceCell::new();
         if let Some(config) = self.tls {
-            let _ = tls.set(http1_only(&config));
+            let _ = tls.set(with_alpn(&config, self.http2));
         }
         Client {
             inner: Rc::new(Inner {
@@ -212,8 +251,10 @@ impl ClientBuilder {
                 idle_timeout: self.idle_timeout,
                 max_idle_per_host: self.max_idle_per_host,
                 limits: self.limits,
+                http2: self.http2,
                 tls,
                 pool: RefCell::new(HashMap::new()),
+                h2: RefCell::new(HashMap::new()),
             }),
         }
     }
@@ -226,10 +267,14 @@ fn tls_builder() -> rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVer
         .expect("ring supports the default TLS versions")
 }
 
-/// `config` offering only HTTP/1.1 by ALPN.
-fn http1_only(config: &rustls::ClientConfig) -> Arc<rustls::ClientConfig> {
+/// `config` offering by ALPN the protocols `http2` allows.
+fn with_alpn(config: &rustls::ClientConfig, http2: Http2) -> Arc<rustls::ClientConfig> {
     let mut config = config.clone();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = match http2 {
+        Http2::Alpn => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        Http2::Never => vec![b"http/1.1".to_vec()],
+        Http2::PriorKnowledge => vec![b"h2".to_vec()],
+    };
     Arc::new(config)
 }
 
@@ -239,26 +284,36 @@ impl Inner {
             let roots = rustls::RootCertStore {
                 roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
             };
-            http1_only(
-                &tls_builder()
-                    .with_root_certificates(roots)
-                    .with_no_client_auth(),
-            )
+            let config = tls_builder()
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            with_alpn(&config, self.http2)
         });
         config.clone()
     }
 
-    /// A pooled connection to `origin` that is still usable (and `true`), or a new one.
-    async fn checkout(&self, origin: &Origin) -> io::Result<(Conn, bool)> {
+    /// A connection to `origin` for one request, and whether it was kept from before: the
+    /// origin's HTTP/2 connection, a pooled HTTP/1 one that is still usable, or a new one.
+    async fn checkout(&self, origin: &Origin) -> io::Result<(Checkout, bool)> {
+        if let Some(send) = self.h2.borrow().get(origin) {
+            return Ok((Checkout::H2(send.clone()), true));
+        }
         let now = volt_rt::time::now();
         while let Some(mut idle) = self.take_idle(origin) {
             if now.duration_since(idle.since) < self.idle_timeout && idle.conn.is_reusable() {
-                return Ok((idle.conn, true));
+                return Ok((Checkout::H1(idle.conn), true));
             }
         }
         let tls = origin.https.then(|| self.tls());
-        let conn = Conn::connect(origin.clone(), tls, self.connect_timeout).await?;
-        Ok((conn, false))
+        let prior_knowledge = self.http2 == Http2::PriorKnowledge;
+        let connecting = Conn::connect(origin.clone(), tls, prior_knowledge, self.connect_timeout);
+        Ok(match connecting.await? {
+            Connected::H1(conn) => (Checkout::H1(conn), false),
+            Connected::H2(send) => {
+                self.h2.borrow_mut().insert(origin.clone(), send.clone());
+                (Checkout::H2(send), false)
+            }
+        })
     }
 
     fn take_idle(&self, origin: &Origin) -> Option<Idle> {
@@ -392,7 +447,25 @@ impl RequestBuilder {
         let replayable =
             method.is_idempotent() && body.as_bytes().is_some() && body.trailers.is_none();
         loop {
-            let (mut conn, reused) = inner.checkout(&target.origin).await?;
+            let (mut conn, reused) = match inner.checkout(&target.origin).await? {
+                (Checkout::H1(conn), reused) => (conn, reused),
+                (Checkout::H2(send), reused) => {
+                    let send = match http2::ready(send, inner.timeout).await {
+                        Ok(send) => send,
+                        Err(_) if reused => {
+                            // Gone (closed, or going away) since its last request, and nothing
+                            // was sent on it: any request may go on a new connection.
+                            inner.h2.borrow_mut().remove(&target.origin);
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    let body = std::mem::replace(&mut body, Body::empty());
+                    let exchange =
+                        http2::exchange(send, method, &target, headers, body, inner.timeout);
+                    return Ok(ClientResponse::from_h2(exchange.await?, inner.clone()));
+                }
+            };
             let mut received = false;
             let exchanged = async {
                 write_request(&mut conn, &head, &mut body, inner.timeout).await?;

@@ -26,34 +26,69 @@ pub struct ClientResponse {
 }
 
 /// The body of a [`ClientResponse`], read from its connection.
-pub struct ClientBody {
-    /// The connection, until the body has ended (then it is back in the pool, or closed).
-    conn: Option<Conn>,
-    decoder: BodyDecoder,
-    /// The connection may carry another request once this body has ended.
-    keep_alive: bool,
+struct ClientBody {
+    source: Source,
     client: Rc<Inner>,
+    /// Set once the body has ended.
     trailers: Option<HeaderMap>,
+}
+
+// Not boxed: the HTTP/1 variant is the usual one, and boxing it would allocate per response.
+#[allow(clippy::large_enum_variant)]
+enum Source {
+    H1 {
+        /// The connection, until the body has ended (then it is back in the pool, or closed).
+        conn: Option<Conn>,
+        decoder: BodyDecoder,
+        /// The connection may carry another request once this body has ended.
+        keep_alive: bool,
+    },
+    /// The stream's half of the response; the connection is shared and stays in the pool.
+    H2(h2::RecvStream),
 }
 
 impl ClientResponse {
     pub(super) fn new(head: Head, conn: Conn, client: Rc<Inner>) -> ClientResponse {
-        let decoder = BodyDecoder::with_limits(head.body, &client.limits);
-        let mut body = ClientBody {
-            conn: Some(conn),
+        let mut decoder = BodyDecoder::with_limits(head.body, &client.limits);
+        let (mut slot, mut trailers) = (Some(conn), None);
+        if decoder.is_done() {
+            // No body (HEAD, 204, 304, `Content-Length: 0`): the connection is free at once.
+            finish_h1(
+                &mut slot,
+                &mut decoder,
+                head.keep_alive,
+                &mut trailers,
+                &client,
+            );
+        }
+        let source = Source::H1 {
+            conn: slot,
             decoder,
             keep_alive: head.keep_alive,
-            client,
-            trailers: None,
         };
-        if body.decoder.is_done() {
-            body.finish(); // no body (HEAD, 204, 304, `Content-Length: 0`)
-        }
         ClientResponse {
             status: head.status,
             version: head.version,
             headers: head.headers,
-            body,
+            body: ClientBody {
+                source,
+                client,
+                trailers,
+            },
+        }
+    }
+
+    pub(super) fn from_h2(response: http::Response<h2::RecvStream>, client: Rc<Inner>) -> Self {
+        let (parts, recv) = response.into_parts();
+        ClientResponse {
+            status: parts.status,
+            version: parts.version,
+            headers: parts.headers,
+            body: ClientBody {
+                source: Source::H2(recv),
+                client,
+                trailers: None,
+            },
         }
     }
 
@@ -96,7 +131,7 @@ impl ClientResponse {
     pub async fn bytes(mut self) -> io::Result<Bytes> {
         let mut all = BytesMut::new();
         while let Some(chunk) = self.body.chunk().await? {
-            if all.is_empty() && self.body.decoder.is_done() {
+            if all.is_empty() && self.body.trailers.is_some() {
                 return Ok(chunk); // all of it in one piece: no copy
             }
             all.extend_from_slice(&chunk);
@@ -132,20 +167,50 @@ impl ClientResponse {
 
 impl ClientBody {
     async fn chunk(&mut self) -> io::Result<Option<Bytes>> {
+        if self.trailers.is_some() {
+            return Ok(None);
+        }
+        let wait = self.client.timeout;
+        match &mut self.source {
+            Source::H1 { .. } => self.chunk_h1().await,
+            Source::H2(recv) => match super::http2::next_chunk(recv, wait).await? {
+                Some(chunk) => Ok(Some(chunk)),
+                None => {
+                    self.trailers = Some(super::http2::trailers(recv, wait).await?);
+                    Ok(None)
+                }
+            },
+        }
+    }
+
+    async fn chunk_h1(&mut self) -> io::Result<Option<Bytes>> {
+        let ClientBody {
+            source,
+            client,
+            trailers,
+        } = self;
+        let Source::H1 {
+            conn: slot,
+            decoder,
+            keep_alive,
+        } = source
+        else {
+            unreachable!("an HTTP/1 body");
+        };
         loop {
-            if self.decoder.is_done() {
-                self.finish();
+            if decoder.is_done() {
+                finish_h1(slot, decoder, *keep_alive, trailers, client);
                 return Ok(None);
             }
-            let Some(conn) = self.conn.as_mut() else {
+            let Some(conn) = slot.as_mut() else {
                 return Err(io::Error::other(
                     "the body was cut short by an earlier error",
                 ));
             };
-            let (consumed, range) = match self.decoder.decode(&conn.buf) {
+            let (consumed, range) = match decoder.decode(&conn.buf) {
                 Ok((n, data)) => (n, data.map(|d| offset_in(&conn.buf, d))),
                 Err(e) => {
-                    self.conn = None;
+                    *slot = None;
                     return Err(invalid_data(format!("bad response body: {e}")));
                 }
             };
@@ -153,48 +218,51 @@ impl ClientBody {
                 let taken = conn.buf.split_to(consumed).freeze();
                 match range {
                     Some((start, len)) if len > 0 => {
-                        if self.decoder.is_done() {
-                            self.finish(); // the connection is free before the caller asks again
+                        if decoder.is_done() {
+                            // The connection is free before the caller asks again.
+                            finish_h1(slot, decoder, *keep_alive, trailers, client);
                         }
                         return Ok(Some(taken.slice(start..start + len)));
                     }
                     _ => continue, // framing only (a chunk's size line)
                 }
             }
-            let deadline = volt_rt::time::now() + self.client.timeout;
-            let read = conn.read_more(deadline).await;
-            match read {
+            let deadline = volt_rt::time::now() + client.timeout;
+            match conn.read_more(deadline).await {
                 Ok(0) => {
-                    self.decoder.finish_eof();
-                    if !self.decoder.is_done() {
-                        self.conn = None;
+                    decoder.finish_eof();
+                    if !decoder.is_done() {
+                        *slot = None;
                         return Err(io::Error::new(
                             io::ErrorKind::UnexpectedEof,
                             "the server closed the connection before the end of the body",
                         ));
                     }
-                    self.keep_alive = false;
+                    *keep_alive = false;
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    self.conn = None;
+                    *slot = None;
                     return Err(e);
                 }
             }
         }
     }
+}
 
-    /// The body has ended: the trailers are kept, and the connection goes back to the pool if
-    /// it can carry another request (nothing unasked after the body).
-    fn finish(&mut self) {
-        if self.trailers.is_some() {
-            return; // finished already
-        }
-        self.trailers = Some(self.decoder.take_trailers());
-        if let Some(conn) = self.conn.take() {
-            if self.keep_alive && conn.buf.is_empty() {
-                self.client.give_back(conn);
-            }
+/// An HTTP/1 body has ended: its trailers are kept, and the connection goes back to the pool
+/// if it can carry another request (nothing unasked after the body).
+fn finish_h1(
+    slot: &mut Option<Conn>,
+    decoder: &mut BodyDecoder,
+    keep_alive: bool,
+    trailers: &mut Option<HeaderMap>,
+    client: &Inner,
+) {
+    *trailers = Some(decoder.take_trailers());
+    if let Some(conn) = slot.take() {
+        if keep_alive && conn.buf.is_empty() {
+            client.give_back(conn);
         }
     }
 }

@@ -1,0 +1,165 @@
+//! HTTP/2 for the client, on the `h2` crate: one connection per origin carries every request
+//! to it at once, each on a stream of its own.
+
+use std::future::poll_fn;
+use std::io;
+use std::time::Duration;
+
+use bytes::Bytes;
+use h2::client::SendRequest;
+use http::{HeaderMap, HeaderValue, Method, Request, Uri, Version};
+use volt_rt::time::timeout;
+
+use super::conn::{invalid_input, timed_out, Stream};
+use super::Target;
+use crate::body::{poll_next_caught, BodyKind};
+use crate::Body;
+
+/// Most bytes asked of the flow-control window at a time for a streamed body.
+const MAX_PIECE: usize = 64 * 1024;
+
+/// Opens HTTP/2 on `stream` and runs the connection in a task of its own, which ends when the
+/// connection closes or every handle to it is dropped.
+pub(super) async fn handshake(stream: Stream) -> io::Result<SendRequest<Bytes>> {
+    let (send, connection) = h2::client::handshake(stream).await.map_err(io_error)?;
+    volt_rt::spawn(async move {
+        let _ = connection.await; // its errors reach the streams, and through them the callers
+    });
+    Ok(send)
+}
+
+/// Waits until the connection can open a stream; an error means it is gone (closed, or
+/// going away), and nothing was sent on it.
+pub(super) async fn ready(
+    send: SendRequest<Bytes>,
+    wait: Duration,
+) -> io::Result<SendRequest<Bytes>> {
+    let ready = timeout(wait, send.ready()).await;
+    ready
+        .map_err(|_| timed_out("for an HTTP/2 stream"))?
+        .map_err(io_error)
+}
+
+/// Sends a request on a stream of `send`, body and all, and waits for the response head.
+pub(super) async fn exchange(
+    mut send: SendRequest<Bytes>,
+    method: Method,
+    target: &Target,
+    mut headers: HeaderMap,
+    mut body: Body,
+    wait: Duration,
+) -> io::Result<http::Response<h2::RecvStream>> {
+    let scheme = if target.origin.https { "https" } else { "http" };
+    let uri: Uri = format!("{scheme}://{}{}", target.authority, target.path)
+        .parse()
+        .map_err(|e| invalid_input(format!("the URL as HTTP/2 sees it: {e}")))?;
+    if let Some(len) = body.len().filter(|&n| n > 0) {
+        headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(len));
+    }
+    let mut request = Request::new(());
+    *request.method_mut() = method;
+    *request.uri_mut() = uri;
+    *request.version_mut() = Version::HTTP_2;
+    *request.headers_mut() = headers;
+    let trailers = body.trailers.take().and_then(|t| t.take());
+    let end = body.is_empty() && trailers.is_none();
+    let (response, mut stream) = send.send_request(request, end).map_err(io_error)?;
+    if !end {
+        match body.kind {
+            BodyKind::Full(bytes) => send_data(&mut stream, bytes, wait).await?,
+            BodyKind::Stream {
+                stream: mut chunks,
+                len,
+            } => {
+                let mut sent = 0u64;
+                while let Some(chunk) = poll_fn(|cx| poll_next_caught(&mut chunks, cx)).await {
+                    let chunk = chunk?;
+                    sent += chunk.len() as u64;
+                    if len.is_some_and(|len| sent > len) {
+                        stream.send_reset(h2::Reason::CANCEL);
+                        return Err(invalid_input("the body stream ran past its length"));
+                    }
+                    send_data(&mut stream, chunk, wait).await?;
+                }
+                if len.is_some_and(|len| sent < len) {
+                    stream.send_reset(h2::Reason::CANCEL);
+                    return Err(invalid_input("the body stream ended before its length"));
+                }
+            }
+        }
+        match trailers {
+            Some(trailers) => stream.send_trailers(trailers).map_err(io_error)?,
+            None => stream.send_data(Bytes::new(), true).map_err(io_error)?,
+        }
+    }
+    let response = timeout(wait, response).await;
+    response
+        .map_err(|_| timed_out("waiting for the response"))?
+        .map_err(io_error)
+}
+
+/// Sends `bytes` as the flow-control windows allow, waiting at most `wait` for each opening.
+async fn send_data(
+    stream: &mut h2::SendStream<Bytes>,
+    mut bytes: Bytes,
+    wait: Duration,
+) -> io::Result<()> {
+    while !bytes.is_empty() {
+        stream.reserve_capacity(bytes.len().min(MAX_PIECE));
+        let capacity = timeout(wait, poll_fn(|cx| stream.poll_capacity(cx))).await;
+        let capacity = capacity.map_err(|_| timed_out("sending the request body"))?;
+        let Some(capacity) = capacity else {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionReset,
+                "the server closed the stream while the request body was being sent",
+            ));
+        };
+        let n = capacity.map_err(io_error)?.min(bytes.len());
+        stream
+            .send_data(bytes.split_to(n), false)
+            .map_err(io_error)?;
+    }
+    Ok(())
+}
+
+/// The next piece of a response body, `Ok(None)` at its end; each piece is given back to the
+/// flow-control window as it is taken.
+pub(super) async fn next_chunk(
+    body: &mut h2::RecvStream,
+    wait: Duration,
+) -> io::Result<Option<Bytes>> {
+    let data = timeout(wait, body.data()).await;
+    match data.map_err(|_| timed_out("waiting for the response body"))? {
+        Some(Ok(chunk)) => {
+            let _ = body.flow_control().release_capacity(chunk.len());
+            Ok(Some(chunk))
+        }
+        Some(Err(e)) => Err(io_error(e)),
+        None => Ok(None),
+    }
+}
+
+/// The trailer fields after the end of a response body (empty if none came).
+pub(super) async fn trailers(body: &mut h2::RecvStream, wait: Duration) -> io::Result<HeaderMap> {
+    let trailers = timeout(wait, body.trailers()).await;
+    let trailers = trailers.map_err(|_| timed_out("waiting for the trailers"))?;
+    Ok(trailers.map_err(io_error)?.unwrap_or_default())
+}
+
+/// An `h2` error as an `io::Error`: the socket's own error if it is one, else `InvalidData`
+/// for a protocol error and `ConnectionReset` for a stream or connection the server ended.
+fn io_error(e: h2::Error) -> io::Error {
+    if e.is_io() {
+        return e.into_io().expect("an I/O error");
+    }
+    let kind = match e.reason() {
+        Some(h2::Reason::PROTOCOL_ERROR | h2::Reason::COMPRESSION_ERROR) => {
+            io::ErrorKind::InvalidData
+        }
+        Some(_) if e.is_remote() || e.is_go_away() || e.is_reset() => {
+            io::ErrorKind::ConnectionReset
+        }
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, e)
+}
