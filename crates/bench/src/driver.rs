@@ -204,7 +204,7 @@ pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: 
                     ctx.rec.borrow_mut().counts.connections += 1;
                 }
                 Err(_) => {
-                    ctx.error(ErrorKind::Connect, scheduled.unwrap_or(started));
+                    ctx.errors(ErrorKind::Connect, scheduled.unwrap_or(started), 1);
                     // In `--requests` mode the request that could not be sent is finished (as
                     // an error); the rest of the batch is still owed.
                     if plan.budget.is_limited() {
@@ -266,9 +266,13 @@ pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: 
                 }
             }
             Outcome::Failed { kind, unanswered } => {
-                ctx.error(kind, timing.from);
+                // With `--requests`, the request that failed is finished and the rest of the
+                // batch is sent again; in a timed run every unanswered request of it failed.
                 if plan.budget.is_limited() {
+                    ctx.errors(kind, timing.from, 1);
                     slot.owed.set(slot.owed.get() + unanswered - 1);
+                } else {
+                    ctx.errors(kind, timing.from, unanswered as u64);
                 }
             }
         }

@@ -238,8 +238,8 @@ impl Recorder {
             .record(&mut self.interval.latency, waited_us, 1);
     }
 
-    pub(crate) fn error(&mut self, kind: ErrorKind) {
-        self.counts.errors[kind as usize] += 1;
+    pub(crate) fn errors(&mut self, kind: ErrorKind, requests: u64) {
+        self.counts.errors[kind as usize] += requests;
     }
 
     /// Folds the interval into the totals and returns a copy of it (for the interval log and
@@ -278,7 +278,7 @@ mod tests {
         r.status(200, 1);
         r.responses(2_000, 1, Some((1_000, 1_000)));
         r.status(503, 1);
-        r.error(ErrorKind::Parse);
+        r.errors(ErrorKind::Parse, 1);
         assert_eq!(r.counts.responses, 2);
         assert_eq!(r.counts.non_2xx, 1);
         assert_eq!(r.counts.error_total(), 1);

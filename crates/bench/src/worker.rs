@@ -153,10 +153,10 @@ impl WorkerCtx {
         self.start + Duration::from_nanos((slot_turn / rate * 1e9) as u64)
     }
 
-    /// Records an error, unless it belongs to the warm-up.
-    pub(crate) fn error(&self, kind: ErrorKind, started: Instant) {
+    /// Records `requests` errors of `kind`, unless they belong to the warm-up.
+    pub(crate) fn errors(&self, kind: ErrorKind, started: Instant, requests: u64) {
         if started >= self.measure_start {
-            self.rec.borrow_mut().error(kind);
+            self.rec.borrow_mut().errors(kind, requests);
         }
     }
 }
@@ -529,7 +529,7 @@ async fn finish_connect<T: Transport>(
             Some(conn)
         }
         Ok(Err(_)) | Err(_) => {
-            ctx.error(ErrorKind::Connect, ctx.start);
+            ctx.errors(ErrorKind::Connect, ctx.start, 1);
             None
         }
     }
@@ -641,11 +641,14 @@ fn expire<T: Transport + 'static>(ctx: &Rc<WorkerCtx>, slots: &[Rc<Slot>], now: 
         } else {
             ErrorKind::Timeout
         };
-        ctx.error(kind, since);
         if ctx.plan.budget.is_limited() {
             // The request that timed out is finished (as an error); the others are resent.
+            ctx.errors(kind, since, 1);
             let lost = slot.in_flight.get().max(1) - 1;
             slot.owed.set(slot.owed.get() + lost);
+        } else {
+            // In a timed run every request of the batch timed out.
+            ctx.errors(kind, since, slot.in_flight.get().max(1) as u64);
         }
         slot.in_flight.set(0);
         slot.waiting_since.set(None);

@@ -289,3 +289,34 @@ fn a_host_that_does_not_resolve_is_a_usage_error() {
         .unwrap_err();
     assert!(err.is_usage(), "{err}");
 }
+
+/// A timed pipelined run: every request of a batch that failed is one error of the batch's
+/// kind, so what was sent is answered, failed, or still unanswered at the end, request by
+/// request (a failed batch of 16 counted one error and lost 15).
+#[test]
+fn every_request_of_a_failed_pipelined_batch_counts_in_a_timed_run() {
+    guard(|| {
+        for behavior in [Behavior::Garbage, Behavior::Silent] {
+            let server = TestServer::start(behavior);
+            let report = volt_bench::run(
+                &config(&server, "/")
+                    .connections(2)
+                    .threads(1)
+                    .pipeline(16)
+                    .duration(Duration::from_millis(1_000))
+                    .timeout(Duration::from_millis(200))
+                    .build()
+                    .unwrap(),
+            )
+            .unwrap();
+            let level = &report.levels[0];
+            assert!(level.errors.total > 0, "{level:?}");
+            let failed = level.errors.total - level.errors.connect;
+            assert_eq!(
+                level.sent,
+                level.requests + failed + level.unanswered,
+                "{level:?}"
+            );
+        }
+    });
+}
