@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use clientcommon::{block_on_get, futures_stream, raw_server, read_head, scripted, url};
+use http::{HeaderMap, HeaderValue};
 use volt_http::{
     get, post, Body, CertKey, Client, Config, Method, Request, Response, Router, TlsConfig, Version,
 };
@@ -532,4 +533,27 @@ fn tls_close_notify_ends_a_body_and_a_bare_close_truncates_it() {
             }
         });
     }
+}
+
+#[test]
+fn http2_sends_the_trailers_of_a_channel() {
+    let server = common::start(app());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = Client::builder().http2_prior_knowledge().build();
+        {
+            let (mut sender, body) = Body::channel();
+            volt_rt::spawn(async move {
+                sender.send("abc").await.unwrap();
+                // The trailers become known only once the request is on its way.
+                volt_rt::time::sleep(Duration::from_millis(100)).await;
+                sender.send("de").await.unwrap();
+                let mut trailers = HeaderMap::new();
+                trailers.insert("x-sum", HeaderValue::from_static("42"));
+                sender.send_trailers(trailers);
+            });
+            let response = client.post(&url(addr, "/trailers")).body(body).send().await;
+            assert_eq!(response.unwrap().text().await.unwrap(), "5 42");
+        }
+    });
 }

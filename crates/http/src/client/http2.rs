@@ -61,8 +61,7 @@ pub(super) async fn exchange(
     *request.uri_mut() = uri;
     *request.version_mut() = Version::HTTP_2;
     *request.headers_mut() = headers;
-    let trailers = body.trailers.take().and_then(|t| t.take());
-    let end = body.is_empty() && trailers.is_none();
+    let end = body.is_empty() && body.trailers.is_none();
     let (response, mut stream) = send.send_request(request, end).map_err(io_error)?;
     if !end {
         match body.kind {
@@ -87,7 +86,8 @@ pub(super) async fn exchange(
                 }
             }
         }
-        match trailers {
+        // Taken only now: a channel's trailers are known once its body has ended.
+        match body.trailers.take().and_then(|t| t.take()) {
             Some(trailers) => stream.send_trailers(trailers).map_err(io_error)?,
             None => stream.send_data(Bytes::new(), true).map_err(io_error)?,
         }
