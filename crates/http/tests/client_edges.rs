@@ -15,6 +15,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use clientcommon::{block_on_get, futures_stream, raw_server, read_head, scripted, url};
 use http::{HeaderMap, HeaderValue};
+use volt_http::header::HeaderName;
 use volt_http::{
     get, post, Body, CertKey, Client, Config, Method, Request, Response, Router, TlsConfig, Version,
 };
@@ -554,6 +555,30 @@ fn http2_sends_the_trailers_of_a_channel() {
             });
             let response = client.post(&url(addr, "/trailers")).body(body).send().await;
             assert_eq!(response.unwrap().text().await.unwrap(), "5 42");
+        }
+    });
+}
+
+#[test]
+fn http2_drops_connection_specific_headers() {
+    let server = common::start(app());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = Client::builder().http2_prior_knowledge().build();
+        for (name, value) in [
+            ("connection", "close"),
+            ("keep-alive", "timeout=5"),
+            ("upgrade", "websocket"),
+            ("te", "gzip"),
+            ("proxy-connection", "keep-alive"),
+            ("te", "trailers"),
+        ] {
+            let request = client.get(&url(addr, "/")).header(
+                HeaderName::from_static(name),
+                HeaderValue::from_static(value),
+            );
+            let response = request.send().await.unwrap();
+            assert_eq!(response.text().await.unwrap(), "hello", "{name}");
         }
     });
 }

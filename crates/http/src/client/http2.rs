@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use h2::client::SendRequest;
+use http::header::TE;
 use http::{HeaderMap, HeaderValue, Method, Request, Uri, Version};
 use volt_rt::time::timeout;
 
@@ -17,6 +18,11 @@ use crate::Body;
 
 /// Most bytes asked of the flow-control window at a time for a streamed body.
 const MAX_PIECE: usize = 64 * 1024;
+
+/// Fields about one HTTP/1 hop that HTTP/2 forbids (RFC 9113 §8.2.2), besides `te` other
+/// than `trailers`. A caller may set them (`connection: close` means something on HTTP/1,
+/// and which protocol a request goes out on is ALPN's choice), so they are dropped here.
+const CONNECTION_FIELDS: [&str; 4] = ["connection", "keep-alive", "proxy-connection", "upgrade"];
 
 /// Opens HTTP/2 on `stream` and runs the connection in a task of its own, which ends when the
 /// connection closes or every handle to it is dropped.
@@ -53,6 +59,12 @@ pub(super) async fn exchange(
     let uri: Uri = format!("{scheme}://{}{}", target.authority, target.path)
         .parse()
         .map_err(|e| invalid_input(format!("the URL as HTTP/2 sees it: {e}")))?;
+    for name in CONNECTION_FIELDS {
+        headers.remove(name);
+    }
+    if headers.get_all(TE).iter().any(|te| te != "trailers") {
+        headers.remove(TE);
+    }
     if let Some(len) = body.len().filter(|&n| n > 0) {
         headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(len));
     }
