@@ -17,7 +17,8 @@ use clientcommon::{block_on_get, futures_stream, raw_server, read_head, scripted
 use http::{HeaderMap, HeaderValue};
 use volt_http::header::HeaderName;
 use volt_http::{
-    get, post, Body, CertKey, Client, Config, Method, Request, Response, Router, TlsConfig, Version,
+    get, post, Body, CertKey, Client, Config, Method, Request, Response, Router, StatusCode,
+    TlsConfig, Version,
 };
 
 /// Writes `bytes` one at a time, so that the client reads them in many pieces.
@@ -580,5 +581,58 @@ fn http2_drops_connection_specific_headers() {
             let response = request.send().await.unwrap();
             assert_eq!(response.text().await.unwrap(), "hello", "{name}");
         }
+    });
+}
+
+#[test]
+fn a_response_that_comes_before_the_whole_upload_is_returned() {
+    // Refuses the upload at its head and reads none of the body; then either waits with the
+    // connection open or closes it at once (a reset, with the body unread).
+    for wait in [true, false] {
+        let addr = raw_server(move |mut stream| {
+            read_head(&mut stream);
+            let refusal = b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 4\r\n\
+                            Connection: close\r\n\r\nbig!";
+            stream.write_all(refusal).unwrap();
+            if wait {
+                thread::sleep(Duration::from_secs(2));
+            }
+        });
+        volt_rt::block_on(async move {
+            let client = Client::builder().timeout(Duration::from_secs(10)).build();
+            let upload = client.post(&url(addr, "/")).body(vec![b'u'; 32 << 20]);
+            let response = upload.send().await.unwrap();
+            assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+            assert_eq!(response.bytes().await.unwrap(), "big!");
+            assert_eq!(client.idle_connections(), 0);
+        });
+    }
+}
+
+#[test]
+fn an_interim_response_does_not_stop_an_upload() {
+    let addr = raw_server(|mut stream| {
+        let head = read_head(&mut stream);
+        stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").unwrap();
+        let len: usize = head
+            .lines()
+            .find_map(|line| line.strip_prefix("content-length: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mut body = vec![0; len];
+        stream.read_exact(&mut body).unwrap();
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{len}",
+            len.to_string().len()
+        );
+        stream.write_all(answer.as_bytes()).unwrap();
+    });
+    volt_rt::block_on(async move {
+        let client = Client::new();
+        let upload = client.post(&url(addr, "/")).body(vec![b'u'; 8 << 20]);
+        let response = upload.send().await.unwrap();
+        assert_eq!(response.text().await.unwrap(), (8 << 20).to_string());
+        assert_eq!(client.idle_connections(), 1);
     });
 }

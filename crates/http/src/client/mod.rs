@@ -29,7 +29,7 @@ use volt_proto::Limits;
 
 use crate::body::{poll_next_caught, BodyKind};
 use crate::Body;
-use conn::{invalid_input, Conn, Connected};
+use conn::{invalid_input, Conn, Connected, Head, Sent};
 
 mod conn;
 mod http2;
@@ -468,11 +468,20 @@ impl RequestBuilder {
             };
             let mut received = false;
             let exchanged = async {
-                write_request(&mut conn, &head, &mut body, inner.timeout).await?;
+                let sent = write_request(&mut conn, &head, &mut body, inner).await;
                 let deadline = volt_rt::time::now() + inner.timeout;
                 let head_request = method == Method::HEAD;
-                conn.read_head(&inner.limits, head_request, deadline, &mut received)
-                    .await
+                let read = conn.read_head(&inner.limits, head_request, deadline, &mut received);
+                match sent {
+                    Ok(Sent::Whole) => read.await,
+                    // The request is unfinished on the wire: the connection ends with this
+                    // response.
+                    Ok(Sent::Answered) => read.await.map(Head::last),
+                    // A server that answers early may close before it reads the rest (the
+                    // write then fails): its answer is read all the same, if it came.
+                    Err(e) if is_closed(&e) => read.await.map(Head::last).map_err(|_| e),
+                    Err(e) => Err(e),
+                }
             };
             match exchanged.await {
                 Ok(head) => return Ok(ClientResponse::new(head, conn, inner.clone())),
@@ -510,63 +519,80 @@ fn encode_head(
 }
 
 /// Writes the head and the body: an in-memory body with the head when small, a stream chunk
-/// by chunk as the stream yields them.
+/// by chunk as the stream yields them. Stops early if the server answers before the end.
 async fn write_request(
     conn: &mut Conn,
     head: &[u8],
     body: &mut Body,
-    timeout: Duration,
-) -> io::Result<()> {
-    let deadline = || volt_rt::time::now() + timeout;
+    inner: &Inner,
+) -> io::Result<Sent> {
+    let deadline = || volt_rt::time::now() + inner.timeout;
+    let limits = &inner.limits;
     let chunked = body.len().is_none() || body.trailers.is_some();
-    match &mut body.kind {
+    let mut out = Vec::new();
+    let pieces = match &mut body.kind {
         BodyKind::Full(bytes) if !chunked => {
             if bytes.len() <= COALESCE_MAX {
-                let mut out = Vec::with_capacity(head.len() + bytes.len());
+                out.reserve(head.len() + bytes.len());
                 out.extend_from_slice(head);
                 out.extend_from_slice(bytes);
-                return conn.write_all(&out, deadline()).await;
+                return conn.write_all(&out, deadline(), limits).await;
             }
-            conn.write_all(head, deadline()).await?;
-            conn.write_all(bytes, deadline()).await
+            if let Sent::Answered = conn.write_all(head, deadline(), limits).await? {
+                return Ok(Sent::Answered);
+            }
+            return conn.write_all(bytes, deadline(), limits).await;
         }
         BodyKind::Full(bytes) => {
-            let mut out = head.to_vec();
+            out.extend_from_slice(head);
             volt_proto::write_chunk(&mut out, bytes);
-            let trailers = body.trailers.take().and_then(|t| t.take());
-            volt_proto::write_last_chunk(&mut out, trailers.as_ref());
-            conn.write_all(&out, deadline()).await
+            None
         }
         BodyKind::Stream { stream, len } => {
-            conn.write_all(head, deadline()).await?;
-            let mut sent = 0u64;
-            let mut out = Vec::new();
-            while let Some(chunk) = std::future::poll_fn(|cx| poll_next_caught(stream, cx)).await {
-                let chunk: Bytes = chunk?;
-                sent += chunk.len() as u64;
-                out.clear();
-                match len {
-                    Some(len) if sent > *len => {
-                        return Err(invalid_input("the body stream ran past its length"));
-                    }
-                    Some(_) if !chunked => conn.write_all(&chunk, deadline()).await?,
-                    _ => {
-                        volt_proto::write_chunk(&mut out, &chunk);
-                        conn.write_all(&out, deadline()).await?;
-                    }
-                }
+            if let Sent::Answered = conn.write_all(head, deadline(), limits).await? {
+                return Ok(Sent::Answered);
             }
-            if chunked {
-                out.clear();
-                let trailers = body.trailers.take().and_then(|t| t.take());
-                volt_proto::write_last_chunk(&mut out, trailers.as_ref());
-                conn.write_all(&out, deadline()).await?;
-            } else if len.is_some_and(|len| sent < len) {
-                return Err(invalid_input("the body stream ended before its length"));
-            }
-            Ok(())
+            Some((stream, *len))
         }
+    };
+    if let Some((stream, len)) = pieces {
+        let mut sent = 0u64;
+        while let Some(chunk) = std::future::poll_fn(|cx| poll_next_caught(stream, cx)).await {
+            let chunk: Bytes = chunk?;
+            sent += chunk.len() as u64;
+            if len.is_some_and(|len| sent > len) {
+                return Err(invalid_input("the body stream ran past its length"));
+            }
+            let piece = if chunked {
+                out.clear();
+                volt_proto::write_chunk(&mut out, &chunk);
+                &out[..]
+            } else {
+                &chunk[..]
+            };
+            if let Sent::Answered = conn.write_all(piece, deadline(), limits).await? {
+                return Ok(Sent::Answered);
+            }
+        }
+        if !chunked && len.is_some_and(|len| sent < len) {
+            return Err(invalid_input("the body stream ended before its length"));
+        }
+        out.clear();
     }
+    if !chunked {
+        return Ok(Sent::Whole);
+    }
+    let trailers = body.trailers.take().and_then(|t| t.take());
+    volt_proto::write_last_chunk(&mut out, trailers.as_ref());
+    conn.write_all(&out, deadline(), limits).await
+}
+
+/// Whether a write failed because the server closed the connection.
+fn is_closed(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+    )
 }
 
 impl fmt::Debug for Client {
