@@ -636,3 +636,37 @@ fn an_interim_response_does_not_stop_an_upload() {
         assert_eq!(client.idle_connections(), 1);
     });
 }
+
+#[test]
+fn a_url_with_a_query_and_no_path() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let addr = raw_server(move |mut stream| {
+        tx.send(read_head(&mut stream)).unwrap();
+        stream
+            .write_all(b"HTTP/1.1 204 No Content\r\n\r\n")
+            .unwrap();
+    });
+    volt_rt::block_on(async move {
+        let response = Client::new().get(&format!("http://{addr}?q=1#frag")).send();
+        assert_eq!(response.await.unwrap().status(), StatusCode::NO_CONTENT);
+    });
+    let head = rx.recv().unwrap();
+    assert!(head.starts_with("GET /?q=1 HTTP/1.1\r\n"), "{head}");
+}
+
+#[test]
+fn http2_responses_dropped_mid_body_give_their_window_back() {
+    let server = common::start(app());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = Client::builder().http2_prior_knowledge().build();
+        for _ in 0..3 {
+            let mut response = client.get(&url(addr, "/big")).send().await.unwrap();
+            response.chunk().await.unwrap();
+            volt_rt::time::sleep(Duration::from_millis(50)).await;
+            drop(response);
+        }
+        let body = client.get(&url(addr, "/big")).send().await.unwrap().bytes();
+        assert_eq!(body.await.unwrap().len(), 10 << 20);
+    });
+}

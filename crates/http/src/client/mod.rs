@@ -375,7 +375,11 @@ impl Target {
             .trim_start_matches('[')
             .trim_end_matches(']');
         let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        // `uri.path()` is `/` when empty: `http://host?q` asks for `/?q` (RFC 9112 §3.2.1).
+        let path = match uri.query() {
+            Some(query) => format!("{}?{query}", uri.path()),
+            None => uri.path().to_owned(),
+        };
         Ok(Target {
             origin: Origin {
                 https,
@@ -383,7 +387,7 @@ impl Target {
                 port,
             },
             authority: authority.as_str().to_owned(),
-            path: if path.is_empty() { "/" } else { path }.to_owned(),
+            path,
         })
     }
 }
