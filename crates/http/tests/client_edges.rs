@@ -670,3 +670,20 @@ fn http2_responses_dropped_mid_body_give_their_window_back() {
         assert_eq!(body.await.unwrap().len(), 10 << 20);
     });
 }
+#[test]
+fn http2_a_response_before_the_whole_upload_is_returned() {
+    let server = common::start(app());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = Client::builder()
+            .http2_prior_knowledge()
+            .timeout(Duration::from_secs(5))
+            .build();
+        // `/` takes GET only: answered 405 without reading the body.
+        let upload = client.post(&url(addr, "/")).body(vec![b'u'; 4 << 20]);
+        let response = upload.send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+        let again = client.get(&url(addr, "/")).send().await.unwrap();
+        assert_eq!(again.text().await.unwrap(), "hello");
+    });
+}

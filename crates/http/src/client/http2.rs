@@ -1,8 +1,10 @@
 //! HTTP/2 for the client, on the `h2` crate: one connection per origin carries every request
 //! to it at once, each on a stream of its own.
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -52,7 +54,7 @@ pub(super) async fn exchange(
     method: Method,
     target: &Target,
     mut headers: HeaderMap,
-    mut body: Body,
+    body: Body,
     wait: Duration,
 ) -> io::Result<http::Response<h2::RecvStream>> {
     let scheme = if target.origin.https { "https" } else { "http" };
@@ -74,40 +76,79 @@ pub(super) async fn exchange(
     *request.version_mut() = Version::HTTP_2;
     *request.headers_mut() = headers;
     let end = body.is_empty() && body.trailers.is_none();
-    let (response, mut stream) = send.send_request(request, end).map_err(io_error)?;
+    let (mut response, stream) = send.send_request(request, end).map_err(io_error)?;
     if !end {
-        match body.kind {
-            BodyKind::Full(bytes) => send_data(&mut stream, bytes, wait).await?,
-            BodyKind::Stream {
-                stream: mut chunks,
-                len,
-            } => {
-                let mut sent = 0u64;
-                while let Some(chunk) = poll_fn(|cx| poll_next_caught(&mut chunks, cx)).await {
-                    let chunk = chunk?;
-                    sent += chunk.len() as u64;
-                    if len.is_some_and(|len| sent > len) {
-                        stream.send_reset(h2::Reason::CANCEL);
-                        return Err(invalid_input("the body stream ran past its length"));
-                    }
-                    send_data(&mut stream, chunk, wait).await?;
-                }
-                if len.is_some_and(|len| sent < len) {
-                    stream.send_reset(h2::Reason::CANCEL);
-                    return Err(invalid_input("the body stream ended before its length"));
-                }
+        let mut sending = Box::pin(send_body(stream, body, wait));
+        let first = poll_fn(|cx| match sending.as_mut().poll(cx) {
+            Poll::Ready(sent) => Poll::Ready(First::Sent(sent)),
+            Poll::Pending => Pin::new(&mut response).poll(cx).map(First::Answered),
+        });
+        match first.await {
+            First::Sent(Ok(())) => {}
+            // The server may answer and then reset the stream, taking no more of the body (RFC
+            // 9113 §8.1): its answer is what the caller wants.
+            First::Sent(Err(e)) => {
+                let mut cx = Context::from_waker(Waker::noop());
+                return match Pin::new(&mut response).poll(&mut cx) {
+                    Poll::Ready(Ok(answer)) => Ok(answer),
+                    _ => Err(e),
+                };
             }
-        }
-        // Taken only now: a channel's trailers are known once its body has ended.
-        match body.trailers.take().and_then(|t| t.take()) {
-            Some(trailers) => stream.send_trailers(trailers).map_err(io_error)?,
-            None => stream.send_data(Bytes::new(), true).map_err(io_error)?,
+            // Answered before the whole body went out: the rest goes on in a task of its own,
+            // for as long as the server takes it.
+            First::Answered(answer) => {
+                volt_rt::spawn(async move {
+                    let _ = sending.await;
+                });
+                return answer.map_err(io_error);
+            }
         }
     }
     let response = timeout(wait, response).await;
     response
         .map_err(|_| timed_out("waiting for the response"))?
         .map_err(io_error)
+}
+
+/// What happened first while a request body was going out.
+enum First {
+    Sent(io::Result<()>),
+    Answered(Result<http::Response<h2::RecvStream>, h2::Error>),
+}
+
+/// Sends the body and then its trailers, or an empty DATA frame that ends the stream.
+async fn send_body(
+    mut stream: h2::SendStream<Bytes>,
+    mut body: Body,
+    wait: Duration,
+) -> io::Result<()> {
+    match body.kind {
+        BodyKind::Full(bytes) => send_data(&mut stream, bytes, wait).await?,
+        BodyKind::Stream {
+            stream: mut chunks,
+            len,
+        } => {
+            let mut sent = 0u64;
+            while let Some(chunk) = poll_fn(|cx| poll_next_caught(&mut chunks, cx)).await {
+                let chunk = chunk?;
+                sent += chunk.len() as u64;
+                if len.is_some_and(|len| sent > len) {
+                    stream.send_reset(h2::Reason::CANCEL);
+                    return Err(invalid_input("the body stream ran past its length"));
+                }
+                send_data(&mut stream, chunk, wait).await?;
+            }
+            if len.is_some_and(|len| sent < len) {
+                stream.send_reset(h2::Reason::CANCEL);
+                return Err(invalid_input("the body stream ended before its length"));
+            }
+        }
+    }
+    // Taken only now: a channel's trailers are known once its body has ended.
+    match body.trailers.take().and_then(|t| t.take()) {
+        Some(trailers) => stream.send_trailers(trailers).map_err(io_error),
+        None => stream.send_data(Bytes::new(), true).map_err(io_error),
+    }
 }
 
 /// Sends `bytes` as the flow-control windows allow, waiting at most `wait` for each opening.
