@@ -687,3 +687,29 @@ fn http2_a_response_before_the_whole_upload_is_returned() {
         assert_eq!(again.text().await.unwrap(), "hello");
     });
 }
+
+#[test]
+fn a_slow_upload_that_keeps_moving_does_not_time_out() {
+    // Reads 64 KiB every 10 ms: a 24 MB body takes seconds, each write far less than the
+    // client's timeout.
+    let addr = raw_server(|mut stream| {
+        read_head(&mut stream);
+        let mut piece = vec![0; 64 * 1024];
+        let mut left = 24 << 20;
+        while left > 0 {
+            let n = stream.read(&mut piece).unwrap();
+            assert!(n > 0, "the client stopped sending");
+            left -= n;
+            thread::sleep(Duration::from_millis(10));
+        }
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            .unwrap();
+    });
+    volt_rt::block_on(async move {
+        let client = Client::builder().timeout(Duration::from_secs(1)).build();
+        let upload = client.post(&url(addr, "/")).body(vec![b'u'; 24 << 20]);
+        let response = upload.send().await.unwrap();
+        assert_eq!(response.bytes().await.unwrap(), "ok");
+    });
+}

@@ -15,7 +15,7 @@ use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use volt_proto::{BodyKind, Limits};
 use volt_rt::net::TcpStream;
-use volt_rt::time::timeout_at;
+use volt_rt::time::{timeout, timeout_at};
 
 use super::Origin;
 
@@ -112,36 +112,39 @@ impl Conn {
         }))
     }
 
-    /// Writes all of `bytes` by `deadline`, unless the server answers first: while the socket
-    /// takes no more, what the server sends is read into the buffer, and a final response head
-    /// there (or the server's close) ends the write early, with [`Sent::Answered`].
+    /// Writes all of `bytes`, each write within `wait` of the last one that made progress (a
+    /// large body on a slow link is not cut short while it moves), unless the server answers
+    /// first: while the socket takes no more, what the server sends is read into the buffer,
+    /// and a final response head there (or the server's close) ends the write early, with
+    /// [`Sent::Answered`].
     pub(super) async fn write_all(
         &mut self,
         mut bytes: &[u8],
-        deadline: Instant,
+        wait: Duration,
         limits: &Limits,
     ) -> io::Result<Sent> {
-        let written = timeout_at(
-            deadline,
-            poll_fn(|cx| {
-                while !bytes.is_empty() {
-                    match Pin::new(&mut self.stream).poll_write(cx, bytes) {
-                        Poll::Ready(Ok(0)) => {
-                            return Poll::Ready(Err(io::ErrorKind::WriteZero.into()))
-                        }
-                        Poll::Ready(Ok(n)) => bytes = &bytes[n..],
-                        Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                        Poll::Pending => return self.poll_answer(cx, limits),
-                    }
+        loop {
+            // `None`: some bytes went out.
+            let step = poll_fn(|cx| {
+                if bytes.is_empty() {
+                    let flushed = Pin::new(&mut self.stream).poll_flush(cx);
+                    return flushed.map_ok(|()| Some(Sent::Whole));
                 }
-                Pin::new(&mut self.stream)
-                    .poll_flush(cx)
-                    .map_ok(|()| Sent::Whole)
-            }),
-        );
-        written
-            .await
-            .map_err(|_| timed_out("sending the request"))?
+                match Pin::new(&mut self.stream).poll_write(cx, bytes) {
+                    Poll::Ready(Ok(0)) => Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                    Poll::Ready(Ok(n)) => {
+                        bytes = &bytes[n..];
+                        Poll::Ready(Ok(None))
+                    }
+                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                    Poll::Pending => self.poll_answer(cx, limits).map_ok(Some),
+                }
+            });
+            let step = timeout(wait, step).await;
+            if let Some(sent) = step.map_err(|_| timed_out("sending the request"))?? {
+                return Ok(sent);
+            }
+        }
     }
 
     /// While a write waits for room: reads what the server sends meanwhile. Ready once it has

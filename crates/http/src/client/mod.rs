@@ -182,7 +182,8 @@ impl ClientBuilder {
         self
     }
 
-    /// Longest wait for each write of the request, then for the response head, then for each
+    /// Longest wait for the socket to take more of the request (not for all of it: a large
+    /// body that keeps moving is not cut short), then for the response head, then for each
     /// read of the body. Default 30 s.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
@@ -530,8 +531,7 @@ async fn write_request(
     body: &mut Body,
     inner: &Inner,
 ) -> io::Result<Sent> {
-    let deadline = || volt_rt::time::now() + inner.timeout;
-    let limits = &inner.limits;
+    let (wait, limits) = (inner.timeout, &inner.limits);
     let chunked = body.len().is_none() || body.trailers.is_some();
     let mut out = Vec::new();
     let pieces = match &mut body.kind {
@@ -540,12 +540,12 @@ async fn write_request(
                 out.reserve(head.len() + bytes.len());
                 out.extend_from_slice(head);
                 out.extend_from_slice(bytes);
-                return conn.write_all(&out, deadline(), limits).await;
+                return conn.write_all(&out, wait, limits).await;
             }
-            if let Sent::Answered = conn.write_all(head, deadline(), limits).await? {
+            if let Sent::Answered = conn.write_all(head, wait, limits).await? {
                 return Ok(Sent::Answered);
             }
-            return conn.write_all(bytes, deadline(), limits).await;
+            return conn.write_all(bytes, wait, limits).await;
         }
         BodyKind::Full(bytes) => {
             out.extend_from_slice(head);
@@ -553,7 +553,7 @@ async fn write_request(
             None
         }
         BodyKind::Stream { stream, len } => {
-            if let Sent::Answered = conn.write_all(head, deadline(), limits).await? {
+            if let Sent::Answered = conn.write_all(head, wait, limits).await? {
                 return Ok(Sent::Answered);
             }
             Some((stream, *len))
@@ -574,7 +574,7 @@ async fn write_request(
             } else {
                 &chunk[..]
             };
-            if let Sent::Answered = conn.write_all(piece, deadline(), limits).await? {
+            if let Sent::Answered = conn.write_all(piece, wait, limits).await? {
                 return Ok(Sent::Answered);
             }
         }
@@ -588,7 +588,7 @@ async fn write_request(
     }
     let trailers = body.trailers.take().and_then(|t| t.take());
     volt_proto::write_last_chunk(&mut out, trailers.as_ref());
-    conn.write_all(&out, deadline(), limits).await
+    conn.write_all(&out, wait, limits).await
 }
 
 /// Whether a write failed because the server closed the connection.
