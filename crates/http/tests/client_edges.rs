@@ -713,3 +713,27 @@ fn a_slow_upload_that_keeps_moving_does_not_time_out() {
         assert_eq!(response.bytes().await.unwrap(), "ok");
     });
 }
+
+#[test]
+fn http2_requests_that_start_together_share_one_connection() {
+    let server = common::start(app());
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = Client::builder().http2_prior_knowledge().build();
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let client = client.clone();
+                volt_rt::spawn(async move {
+                    let response = client.get(&url(addr, "/port")).send().await.unwrap();
+                    response.text().await.unwrap()
+                })
+            })
+            .collect();
+        let mut ports = Vec::new();
+        for task in tasks {
+            ports.push(task.await.unwrap());
+        }
+        ports.dedup();
+        assert_eq!(ports.len(), 1, "more than one connection: {ports:?}");
+    });
+}

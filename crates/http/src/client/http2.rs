@@ -199,6 +199,13 @@ pub(super) async fn trailers(body: &mut h2::RecvStream, wait: Duration) -> io::R
     Ok(trailers.map_err(io_error)?.unwrap_or_default())
 }
 
+/// Whether the server refused the request's stream (`REFUSED_STREAM`), having processed
+/// nothing of it.
+pub(super) fn is_refused(e: &io::Error) -> bool {
+    let h2 = e.get_ref().and_then(|e| e.downcast_ref::<h2::Error>());
+    h2.and_then(h2::Error::reason) == Some(h2::Reason::REFUSED_STREAM)
+}
+
 /// An `h2` error as an `io::Error`: the socket's own error if it is one, else `InvalidData`
 /// for a protocol error and `ConnectionReset` for a stream or connection the server ended.
 fn io_error(e: h2::Error) -> io::Error {

@@ -16,9 +16,11 @@
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
+use std::future::poll_fn;
 use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -39,6 +41,9 @@ pub use response::ClientResponse;
 
 /// A body in memory up to this size goes out in the same write as the head.
 const COALESCE_MAX: usize = 16 * 1024;
+
+/// How many times an HTTP/2 request the server refused (`REFUSED_STREAM`) is sent again.
+const H2_REFUSALS: u32 = 3;
 
 /// Makes requests, reusing connections: a handle to one pool, cheap to clone.
 #[derive(Clone)]
@@ -81,8 +86,25 @@ struct Inner {
     tls: OnceCell<Arc<rustls::ClientConfig>>,
     /// Idle HTTP/1 connections per origin, the most recently used last.
     pool: RefCell<HashMap<Origin, Vec<Idle>>>,
-    /// The HTTP/2 connection to each origin that has one, shared by every request to it.
-    h2: RefCell<HashMap<Origin, ::h2::client::SendRequest<Bytes>>>,
+    /// The HTTP/2 connection to each origin that has one (or is making one), shared by every
+    /// request to it.
+    h2: RefCell<HashMap<Origin, Shared>>,
+}
+
+/// An origin's HTTP/2 connection.
+enum Shared {
+    Ready(::h2::client::SendRequest<Bytes>),
+    /// Being made, by prior knowledge: requests that come meanwhile wait here to share it
+    /// rather than each open their own.
+    Connecting(Vec<Waker>),
+}
+
+/// Held while a request makes the HTTP/2 connection to an origin: if it ends without one (an
+/// error, the request dropped, or HTTP/1 after all), the requests waiting are woken to look
+/// again.
+struct MakingShared<'a> {
+    inner: &'a Inner,
+    origin: &'a Origin,
 }
 
 /// A connection for one request.
@@ -150,7 +172,11 @@ impl Client {
     /// Connections kept for reuse, over all origins: idle HTTP/1 ones and HTTP/2 ones.
     pub fn idle_connections(&self) -> usize {
         let h1: usize = self.inner.pool.borrow().values().map(Vec::len).sum();
-        h1 + self.inner.h2.borrow().len()
+        let h2 = self.inner.h2.borrow();
+        h1 + h2
+            .values()
+            .filter(|s| matches!(s, Shared::Ready(_)))
+            .count()
     }
 }
 
@@ -296,8 +322,8 @@ impl Inner {
     /// A connection to `origin` for one request, and whether it was kept from before: the
     /// origin's HTTP/2 connection, a pooled HTTP/1 one that is still usable, or a new one.
     async fn checkout(&self, origin: &Origin) -> io::Result<(Checkout, bool)> {
-        if let Some(send) = self.h2.borrow().get(origin) {
-            return Ok((Checkout::H2(send.clone()), true));
+        if let Some(send) = poll_fn(|cx| self.poll_shared(origin, cx)).await {
+            return Ok((Checkout::H2(send), true));
         }
         let now = volt_rt::time::now();
         while let Some(mut idle) = self.take_idle(origin) {
@@ -307,14 +333,51 @@ impl Inner {
         }
         let tls = origin.https.then(|| self.tls());
         let prior_knowledge = self.http2 == Http2::PriorKnowledge;
+        let _making = prior_knowledge.then(|| {
+            let waiting = Shared::Connecting(Vec::new());
+            self.h2.borrow_mut().insert(origin.clone(), waiting);
+            MakingShared {
+                inner: self,
+                origin,
+            }
+        });
         let connecting = Conn::connect(origin.clone(), tls, prior_knowledge, self.connect_timeout);
         Ok(match connecting.await? {
             Connected::H1(conn) => (Checkout::H1(conn), false),
             Connected::H2(send) => {
-                self.h2.borrow_mut().insert(origin.clone(), send.clone());
+                let shared = Shared::Ready(send.clone());
+                let before = self.h2.borrow_mut().insert(origin.clone(), shared);
+                if let Some(Shared::Connecting(waiting)) = before {
+                    waiting.into_iter().for_each(Waker::wake);
+                }
                 (Checkout::H2(send), false)
             }
         })
+    }
+
+    /// The origin's HTTP/2 connection (`None` if it has none), once it is made if a request
+    /// is making it.
+    fn poll_shared(
+        &self,
+        origin: &Origin,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<::h2::client::SendRequest<Bytes>>> {
+        match self.h2.borrow_mut().get_mut(origin) {
+            Some(Shared::Ready(send)) => Poll::Ready(Some(send.clone())),
+            Some(Shared::Connecting(waiting)) => {
+                waiting.push(cx.waker().clone());
+                Poll::Pending
+            }
+            None => Poll::Ready(None),
+        }
+    }
+
+    /// Forgets the origin's HTTP/2 connection, found gone; one being made stays.
+    fn forget_shared(&self, origin: &Origin) {
+        let mut h2 = self.h2.borrow_mut();
+        if let Some(Shared::Ready(_)) = h2.get(origin) {
+            h2.remove(origin);
+        }
     }
 
     fn take_idle(&self, origin: &Origin) -> Option<Idle> {
@@ -330,6 +393,17 @@ impl Inner {
         idle.retain(|i| now.duration_since(i.since) < self.idle_timeout);
         if idle.len() < self.max_idle_per_host {
             idle.push(Idle { conn, since: now });
+        }
+    }
+}
+
+impl Drop for MakingShared<'_> {
+    fn drop(&mut self) {
+        let mut h2 = self.inner.h2.borrow_mut();
+        if let Some(Shared::Connecting(_)) = h2.get(self.origin) {
+            if let Some(Shared::Connecting(waiting)) = h2.remove(self.origin) {
+                waiting.into_iter().for_each(Waker::wake);
+            }
         }
     }
 }
@@ -451,6 +525,7 @@ impl RequestBuilder {
         encode_head(&mut head, &method, &target, &headers, &body);
         let replayable =
             method.is_idempotent() && body.as_bytes().is_some() && body.trailers.is_none();
+        let mut refusals = H2_REFUSALS;
         loop {
             let (mut conn, reused) = match inner.checkout(&target.origin).await? {
                 (Checkout::H1(conn), reused) => (conn, reused),
@@ -460,15 +535,32 @@ impl RequestBuilder {
                         Err(_) if reused => {
                             // Gone (closed, or going away) since its last request, and nothing
                             // was sent on it: any request may go on a new connection.
-                            inner.h2.borrow_mut().remove(&target.origin);
+                            inner.forget_shared(&target.origin);
                             continue;
                         }
                         Err(e) => return Err(e),
                     };
-                    let body = std::mem::replace(&mut body, Body::empty());
+                    // A body in memory can go again if the server refuses the stream.
+                    let in_memory = body.as_bytes().filter(|_| body.trailers.is_none()).cloned();
+                    let this_body = match in_memory.clone() {
+                        Some(bytes) => Body::from(bytes),
+                        None => std::mem::replace(&mut body, Body::empty()),
+                    };
+                    let (method, headers) = (method.clone(), headers.clone());
                     let exchange =
-                        http2::exchange(send, method, &target, headers, body, inner.timeout);
-                    return Ok(ClientResponse::from_h2(exchange.await?, inner.clone()));
+                        http2::exchange(send, method, &target, headers, this_body, inner.timeout);
+                    match exchange.await {
+                        Ok(response) => {
+                            return Ok(ClientResponse::from_h2(response, inner.clone()))
+                        }
+                        // The server processed nothing (RFC 9113 §8.7): as when the first
+                        // requests on a connection go out before its SETTINGS limit them.
+                        Err(e) if http2::is_refused(&e) && in_memory.is_some() && refusals > 0 => {
+                            refusals -= 1;
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
             };
             let mut received = false;
@@ -561,7 +653,7 @@ async fn write_request(
     };
     if let Some((stream, len)) = pieces {
         let mut sent = 0u64;
-        while let Some(chunk) = std::future::poll_fn(|cx| poll_next_caught(stream, cx)).await {
+        while let Some(chunk) = poll_fn(|cx| poll_next_caught(stream, cx)).await {
             let chunk: Bytes = chunk?;
             sent += chunk.len() as u64;
             if len.is_some_and(|len| sent > len) {
