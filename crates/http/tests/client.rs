@@ -11,7 +11,9 @@ use std::thread;
 use std::time::Duration;
 
 use bytes::Bytes;
-use clientcommon::{block_on_get, futures_stream, raw_server, read_head, scripted, url};
+use clientcommon::{
+    block_on_get, body_error, futures_stream, raw_server, read_head, scripted, url,
+};
 use volt_http::header::{HeaderName, HeaderValue};
 use volt_http::{
     get, post, Body, CertKey, Client, Config, Method, Request, Response, Router, StatusCode,
@@ -334,16 +336,10 @@ fn reads_a_body_delimited_by_the_close() {
 
 #[test]
 fn a_body_cut_short_is_an_error() {
-    let addr = scripted(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", true);
-    let (_, body) = block_on_get(&url(addr, "/")).unwrap();
-    assert_eq!(body.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
-
-    let addr = scripted(
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
-        true,
-    );
-    let (_, body) = block_on_get(&url(addr, "/")).unwrap();
-    assert_eq!(body.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+    let short = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort";
+    assert_eq!(body_error(short), io::ErrorKind::UnexpectedEof);
+    let short = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab";
+    assert_eq!(body_error(short), io::ErrorKind::UnexpectedEof);
 }
 
 #[test]
@@ -359,12 +355,8 @@ fn malformed_responses_are_refused() {
         let err = block_on_get(&url(addr, "/")).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{answer:?}: {err}");
     }
-    let addr = scripted(
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-        true,
-    );
-    let (_, body) = block_on_get(&url(addr, "/")).unwrap();
-    assert_eq!(body.unwrap_err().kind(), io::ErrorKind::InvalidData);
+    let bad_size = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+    assert_eq!(body_error(bad_size), io::ErrorKind::InvalidData);
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::thread;
 use std::time::Duration;
 
 use bytes::Bytes;
-use clientcommon::{block_on_get, futures_stream, raw_server, read_head, scripted, url};
+use clientcommon::{body_error, futures_stream, raw_server, read_head, scripted, url};
 use http::{HeaderMap, HeaderValue};
 use volt_http::header::HeaderName;
 use volt_http::{
@@ -189,12 +189,8 @@ fn huge_and_overflowing_chunk_sizes() {
         let err = response.chunk().await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof, "{err}");
     });
-    let addr = scripted(
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\nabc",
-        true,
-    );
-    let (_, body) = block_on_get(&url(addr, "/")).unwrap();
-    assert_eq!(body.unwrap_err().kind(), io::ErrorKind::InvalidData);
+    let overflow = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\nabc";
+    assert_eq!(body_error(overflow), io::ErrorKind::InvalidData);
 }
 
 #[test]
@@ -409,18 +405,8 @@ fn http2_more_requests_than_the_server_allows_at_once() {
     let addr = server.addr();
     volt_rt::block_on(async move {
         let client = Client::builder().http2_prior_knowledge().build();
-        let tasks: Vec<_> = (0..12)
-            .map(|_| {
-                let client = client.clone();
-                volt_rt::spawn(async move {
-                    let response = client.get(&url(addr, "/slow")).send().await.unwrap();
-                    response.text().await.unwrap()
-                })
-            })
-            .collect();
-        for task in tasks {
-            assert_eq!(task.await.unwrap(), "slow");
-        }
+        let bodies = gets_at_once(&client, &url(addr, "/slow"), 12).await;
+        assert!(bodies.iter().all(|b| b == "slow"), "{bodies:?}");
         let head = client.request(Method::HEAD, &url(addr, "/")).send().await;
         let head = head.unwrap();
         assert_eq!(head.header("content-length"), Some("5"));
@@ -714,25 +700,31 @@ fn a_slow_upload_that_keeps_moving_does_not_time_out() {
     });
 }
 
+/// The bodies of `n` GETs of `url` sent at once, each from a task of its own.
+async fn gets_at_once(client: &Client, url: &str, n: usize) -> Vec<String> {
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.to_owned());
+            volt_rt::spawn(async move {
+                let response = client.get(&url).send().await.unwrap();
+                response.text().await.unwrap()
+            })
+        })
+        .collect();
+    let mut bodies = Vec::new();
+    for task in tasks {
+        bodies.push(task.await.unwrap());
+    }
+    bodies
+}
+
 #[test]
 fn http2_requests_that_start_together_share_one_connection() {
     let server = common::start(app());
     let addr = server.addr();
     volt_rt::block_on(async move {
         let client = Client::builder().http2_prior_knowledge().build();
-        let tasks: Vec<_> = (0..8)
-            .map(|_| {
-                let client = client.clone();
-                volt_rt::spawn(async move {
-                    let response = client.get(&url(addr, "/port")).send().await.unwrap();
-                    response.text().await.unwrap()
-                })
-            })
-            .collect();
-        let mut ports = Vec::new();
-        for task in tasks {
-            ports.push(task.await.unwrap());
-        }
+        let mut ports = gets_at_once(&client, &url(addr, "/port"), 8).await;
         ports.dedup();
         assert_eq!(ports.len(), 1, "more than one connection: {ports:?}");
     });

@@ -80,3 +80,11 @@ pub fn block_on_get(url: &str) -> io::Result<(StatusCode, io::Result<Bytes>)> {
         Ok((response.status(), response.bytes().await))
     })
 }
+
+/// The kind of error reading the body of `answer`, which a server that then closes sends to a
+/// GET.
+pub fn body_error(answer: &'static [u8]) -> io::ErrorKind {
+    let addr = scripted(answer, true);
+    let (_, body) = block_on_get(&url(addr, "/")).unwrap();
+    body.unwrap_err().kind()
+}
