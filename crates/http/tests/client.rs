@@ -1,15 +1,19 @@
 //! The HTTP/1.1 client against volt's own server (plain and TLS) and against scripted raw
 //! servers that answer with exact bytes: pooling, bodies both ways, framing, errors, retries.
 
+mod clientcommon;
 mod common;
 mod h2common;
 
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{self, Write};
+use std::net::TcpListener;
 use std::thread;
 use std::time::Duration;
 
 use bytes::Bytes;
+use clientcommon::{
+    block_on_get, body_error, futures_stream, raw_server, read_head, scripted, url,
+};
 use volt_http::header::{HeaderName, HeaderValue};
 use volt_http::{
     get, post, Body, CertKey, Client, Config, Method, Request, Response, Router, StatusCode,
@@ -39,27 +43,6 @@ fn app() -> Router {
                 Response::text(Body::stream(futures_stream(parts.into_iter())))
             }),
         )
-}
-
-/// A `Stream` of the items of `iter`, each ready at once.
-fn futures_stream<I: Iterator<Item = io::Result<Bytes>> + Unpin>(
-    iter: I,
-) -> impl futures_core::Stream<Item = io::Result<Bytes>> {
-    struct Iter<I>(I);
-    impl<I: Iterator<Item = io::Result<Bytes>> + Unpin> futures_core::Stream for Iter<I> {
-        type Item = io::Result<Bytes>;
-        fn poll_next(
-            mut self: std::pin::Pin<&mut Self>,
-            _cx: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<Option<Self::Item>> {
-            std::task::Poll::Ready(self.0.next())
-        }
-    }
-    Iter(iter)
-}
-
-fn url(addr: SocketAddr, path: &str) -> String {
-    format!("http://{addr}{path}")
 }
 
 #[test]
@@ -303,54 +286,6 @@ fn http2_reconnects_after_the_server_closes_the_connection() {
     });
 }
 
-/// A server on its own thread that hands each accepted connection to `serve`, in turn.
-fn raw_server(serve: impl Fn(TcpStream) + Send + 'static) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            stream.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
-            serve(stream);
-        }
-    });
-    addr
-}
-
-/// Reads one request head (through its blank line) and returns it.
-fn read_head(stream: &mut TcpStream) -> String {
-    let mut head = Vec::new();
-    let mut byte = [0u8];
-    while !head.ends_with(b"\r\n\r\n") {
-        if stream.read(&mut byte).unwrap_or(0) == 0 {
-            break;
-        }
-        head.push(byte[0]);
-    }
-    String::from_utf8(head).unwrap()
-}
-
-/// Serves every connection: reads a head, answers with `answer`, and closes if `close`.
-fn scripted(answer: &'static [u8], close: bool) -> SocketAddr {
-    raw_server(move |mut stream| loop {
-        if read_head(&mut stream).is_empty() {
-            return;
-        }
-        stream.write_all(answer).unwrap();
-        if close {
-            return;
-        }
-    })
-}
-
-fn block_on_get(url: &str) -> io::Result<(StatusCode, io::Result<Bytes>)> {
-    volt_rt::block_on(async {
-        let client = Client::builder().timeout(Duration::from_secs(5)).build();
-        let response = client.get(url).send().await?;
-        Ok((response.status(), response.bytes().await))
-    })
-}
-
 #[test]
 fn sends_the_request_as_written() {
     let (tx, rx) = std::sync::mpsc::channel();
@@ -401,16 +336,10 @@ fn reads_a_body_delimited_by_the_close() {
 
 #[test]
 fn a_body_cut_short_is_an_error() {
-    let addr = scripted(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", true);
-    let (_, body) = block_on_get(&url(addr, "/")).unwrap();
-    assert_eq!(body.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
-
-    let addr = scripted(
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
-        true,
-    );
-    let (_, body) = block_on_get(&url(addr, "/")).unwrap();
-    assert_eq!(body.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+    let short = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort";
+    assert_eq!(body_error(short), io::ErrorKind::UnexpectedEof);
+    let short = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab";
+    assert_eq!(body_error(short), io::ErrorKind::UnexpectedEof);
 }
 
 #[test]
@@ -426,12 +355,8 @@ fn malformed_responses_are_refused() {
         let err = block_on_get(&url(addr, "/")).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{answer:?}: {err}");
     }
-    let addr = scripted(
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-        true,
-    );
-    let (_, body) = block_on_get(&url(addr, "/")).unwrap();
-    assert_eq!(body.unwrap_err().kind(), io::ErrorKind::InvalidData);
+    let bad_size = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+    assert_eq!(body_error(bad_size), io::ErrorKind::InvalidData);
 }
 
 #[test]

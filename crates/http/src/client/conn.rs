@@ -15,7 +15,7 @@ use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use volt_proto::{BodyKind, Limits};
 use volt_rt::net::TcpStream;
-use volt_rt::time::timeout_at;
+use volt_rt::time::{timeout, timeout_at};
 
 use super::Origin;
 
@@ -44,6 +44,14 @@ pub(super) struct Conn {
     pub(super) origin: Origin,
 }
 
+/// How much of a request went out.
+pub(super) enum Sent {
+    Whole,
+    /// Cut short: the server answered, or closed, before the end (a 413 refusing an upload
+    /// at its head), and may read no more of it.
+    Answered,
+}
+
 /// A response head, owned (the spans it was parsed into point into the read buffer, which
 /// the body then consumes).
 pub(super) struct Head {
@@ -52,6 +60,16 @@ pub(super) struct Head {
     pub(super) headers: HeaderMap,
     pub(super) body: BodyKind,
     pub(super) keep_alive: bool,
+}
+
+impl Head {
+    /// This head, on a connection that carries no request after it.
+    pub(super) fn last(self) -> Head {
+        Head {
+            keep_alive: false,
+            ..self
+        }
+    }
 }
 
 impl Conn {
@@ -94,25 +112,70 @@ impl Conn {
         }))
     }
 
-    /// Writes all of `bytes` by `deadline`.
+    /// Writes all of `bytes`, each write within `wait` of the last one that made progress (a
+    /// large body on a slow link is not cut short while it moves), unless the server answers
+    /// first: while the socket takes no more, what the server sends is read into the buffer,
+    /// and a final response head there (or the server's close) ends the write early, with
+    /// [`Sent::Answered`].
     pub(super) async fn write_all(
         &mut self,
         mut bytes: &[u8],
-        deadline: Instant,
-    ) -> io::Result<()> {
-        let written = timeout_at(deadline, async {
-            while !bytes.is_empty() {
-                let n = poll_fn(|cx| Pin::new(&mut self.stream).poll_write(cx, bytes)).await?;
-                if n == 0 {
-                    return Err(io::ErrorKind::WriteZero.into());
+        wait: Duration,
+        limits: &Limits,
+    ) -> io::Result<Sent> {
+        loop {
+            // `None`: some bytes went out.
+            let step = poll_fn(|cx| {
+                if bytes.is_empty() {
+                    let flushed = Pin::new(&mut self.stream).poll_flush(cx);
+                    return flushed.map_ok(|()| Some(Sent::Whole));
                 }
-                bytes = &bytes[n..];
+                match Pin::new(&mut self.stream).poll_write(cx, bytes) {
+                    Poll::Ready(Ok(0)) => Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                    Poll::Ready(Ok(n)) => {
+                        bytes = &bytes[n..];
+                        Poll::Ready(Ok(None))
+                    }
+                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                    Poll::Pending => self.poll_answer(cx, limits).map_ok(Some),
+                }
+            });
+            let step = timeout(wait, step).await;
+            if let Some(sent) = step.map_err(|_| timed_out("sending the request"))?? {
+                return Ok(sent);
             }
-            poll_fn(|cx| Pin::new(&mut self.stream).poll_flush(cx)).await
-        });
-        written
-            .await
-            .map_err(|_| timed_out("sending the request"))?
+        }
+    }
+
+    /// While a write waits for room: reads what the server sends meanwhile. Ready once it has
+    /// answered (a final head, or anything that cannot start one) or closed.
+    fn poll_answer(&mut self, cx: &mut Context<'_>, limits: &Limits) -> Poll<io::Result<Sent>> {
+        loop {
+            if self.answered(limits) {
+                return Poll::Ready(Ok(Sent::Answered));
+            }
+            self.buf.reserve(MIN_READ);
+            let read = tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), cx, &mut self.buf);
+            match read {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Ok(Sent::Answered)),
+                Poll::Ready(Ok(_)) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+
+    /// Whether the buffer holds a final response head after any interim ones, or bytes that
+    /// cannot start a response (for [`read_head`](Conn::read_head) to report).
+    fn answered(&self, limits: &Limits) -> bool {
+        let mut at = 0;
+        loop {
+            match volt_proto::parse_response(&self.buf[at..], limits, false) {
+                Ok(Some(head)) if head.status.is_informational() => at += head.head_len,
+                Ok(Some(_)) | Err(_) => return true,
+                Ok(None) => return false,
+            }
+        }
     }
 
     /// Reads more bytes into the buffer by `deadline`; `Ok(0)` when the server closed.

@@ -1,12 +1,15 @@
 //! HTTP/2 for the client, on the `h2` crate: one connection per origin carries every request
 //! to it at once, each on a stream of its own.
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
 use h2::client::SendRequest;
+use http::header::TE;
 use http::{HeaderMap, HeaderValue, Method, Request, Uri, Version};
 use volt_rt::time::timeout;
 
@@ -17,6 +20,11 @@ use crate::Body;
 
 /// Most bytes asked of the flow-control window at a time for a streamed body.
 const MAX_PIECE: usize = 64 * 1024;
+
+/// Fields about one HTTP/1 hop that HTTP/2 forbids (RFC 9113 §8.2.2), besides `te` other
+/// than `trailers`. A caller may set them (`connection: close` means something on HTTP/1,
+/// and which protocol a request goes out on is ALPN's choice), so they are dropped here.
+const CONNECTION_FIELDS: [&str; 4] = ["connection", "keep-alive", "proxy-connection", "upgrade"];
 
 /// Opens HTTP/2 on `stream` and runs the connection in a task of its own, which ends when the
 /// connection closes or every handle to it is dropped.
@@ -46,13 +54,19 @@ pub(super) async fn exchange(
     method: Method,
     target: &Target,
     mut headers: HeaderMap,
-    mut body: Body,
+    body: Body,
     wait: Duration,
 ) -> io::Result<http::Response<h2::RecvStream>> {
     let scheme = if target.origin.https { "https" } else { "http" };
     let uri: Uri = format!("{scheme}://{}{}", target.authority, target.path)
         .parse()
         .map_err(|e| invalid_input(format!("the URL as HTTP/2 sees it: {e}")))?;
+    for name in CONNECTION_FIELDS {
+        headers.remove(name);
+    }
+    if headers.get_all(TE).iter().any(|te| te != "trailers") {
+        headers.remove(TE);
+    }
     if let Some(len) = body.len().filter(|&n| n > 0) {
         headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(len));
     }
@@ -61,41 +75,80 @@ pub(super) async fn exchange(
     *request.uri_mut() = uri;
     *request.version_mut() = Version::HTTP_2;
     *request.headers_mut() = headers;
-    let trailers = body.trailers.take().and_then(|t| t.take());
-    let end = body.is_empty() && trailers.is_none();
-    let (response, mut stream) = send.send_request(request, end).map_err(io_error)?;
+    let end = body.is_empty() && body.trailers.is_none();
+    let (mut response, stream) = send.send_request(request, end).map_err(io_error)?;
     if !end {
-        match body.kind {
-            BodyKind::Full(bytes) => send_data(&mut stream, bytes, wait).await?,
-            BodyKind::Stream {
-                stream: mut chunks,
-                len,
-            } => {
-                let mut sent = 0u64;
-                while let Some(chunk) = poll_fn(|cx| poll_next_caught(&mut chunks, cx)).await {
-                    let chunk = chunk?;
-                    sent += chunk.len() as u64;
-                    if len.is_some_and(|len| sent > len) {
-                        stream.send_reset(h2::Reason::CANCEL);
-                        return Err(invalid_input("the body stream ran past its length"));
-                    }
-                    send_data(&mut stream, chunk, wait).await?;
-                }
-                if len.is_some_and(|len| sent < len) {
-                    stream.send_reset(h2::Reason::CANCEL);
-                    return Err(invalid_input("the body stream ended before its length"));
-                }
+        let mut sending = Box::pin(send_body(stream, body, wait));
+        let first = poll_fn(|cx| match sending.as_mut().poll(cx) {
+            Poll::Ready(sent) => Poll::Ready(First::Sent(sent)),
+            Poll::Pending => Pin::new(&mut response).poll(cx).map(First::Answered),
+        });
+        match first.await {
+            First::Sent(Ok(())) => {}
+            // The server may answer and then reset the stream, taking no more of the body (RFC
+            // 9113 §8.1): its answer is what the caller wants.
+            First::Sent(Err(e)) => {
+                let mut cx = Context::from_waker(Waker::noop());
+                return match Pin::new(&mut response).poll(&mut cx) {
+                    Poll::Ready(Ok(answer)) => Ok(answer),
+                    _ => Err(e),
+                };
             }
-        }
-        match trailers {
-            Some(trailers) => stream.send_trailers(trailers).map_err(io_error)?,
-            None => stream.send_data(Bytes::new(), true).map_err(io_error)?,
+            // Answered before the whole body went out: the rest goes on in a task of its own,
+            // for as long as the server takes it.
+            First::Answered(answer) => {
+                volt_rt::spawn(async move {
+                    let _ = sending.await;
+                });
+                return answer.map_err(io_error);
+            }
         }
     }
     let response = timeout(wait, response).await;
     response
         .map_err(|_| timed_out("waiting for the response"))?
         .map_err(io_error)
+}
+
+/// What happened first while a request body was going out.
+enum First {
+    Sent(io::Result<()>),
+    Answered(Result<http::Response<h2::RecvStream>, h2::Error>),
+}
+
+/// Sends the body and then its trailers, or an empty DATA frame that ends the stream.
+async fn send_body(
+    mut stream: h2::SendStream<Bytes>,
+    mut body: Body,
+    wait: Duration,
+) -> io::Result<()> {
+    match body.kind {
+        BodyKind::Full(bytes) => send_data(&mut stream, bytes, wait).await?,
+        BodyKind::Stream {
+            stream: mut chunks,
+            len,
+        } => {
+            let mut sent = 0u64;
+            while let Some(chunk) = poll_fn(|cx| poll_next_caught(&mut chunks, cx)).await {
+                let chunk = chunk?;
+                sent += chunk.len() as u64;
+                if len.is_some_and(|len| sent > len) {
+                    stream.send_reset(h2::Reason::CANCEL);
+                    return Err(invalid_input("the body stream ran past its length"));
+                }
+                send_data(&mut stream, chunk, wait).await?;
+            }
+            if len.is_some_and(|len| sent < len) {
+                stream.send_reset(h2::Reason::CANCEL);
+                return Err(invalid_input("the body stream ended before its length"));
+            }
+        }
+    }
+    // Taken only now: a channel's trailers are known once its body has ended.
+    match body.trailers.take().and_then(|t| t.take()) {
+        Some(trailers) => stream.send_trailers(trailers).map_err(io_error),
+        None => stream.send_data(Bytes::new(), true).map_err(io_error),
+    }
 }
 
 /// Sends `bytes` as the flow-control windows allow, waiting at most `wait` for each opening.
@@ -144,6 +197,13 @@ pub(super) async fn trailers(body: &mut h2::RecvStream, wait: Duration) -> io::R
     let trailers = timeout(wait, body.trailers()).await;
     let trailers = trailers.map_err(|_| timed_out("waiting for the trailers"))?;
     Ok(trailers.map_err(io_error)?.unwrap_or_default())
+}
+
+/// Whether the server refused the request's stream (`REFUSED_STREAM`), having processed
+/// nothing of it.
+pub(super) fn is_refused(e: &io::Error) -> bool {
+    let h2 = e.get_ref().and_then(|e| e.downcast_ref::<h2::Error>());
+    h2.and_then(h2::Error::reason) == Some(h2::Reason::REFUSED_STREAM)
 }
 
 /// An `h2` error as an `io::Error`: the socket's own error if it is one, else `InvalidData`

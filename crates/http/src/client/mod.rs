@@ -16,9 +16,11 @@
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
+use std::future::poll_fn;
 use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -29,7 +31,7 @@ use volt_proto::Limits;
 
 use crate::body::{poll_next_caught, BodyKind};
 use crate::Body;
-use conn::{invalid_input, Conn, Connected};
+use conn::{invalid_input, Conn, Connected, Head, Sent};
 
 mod conn;
 mod http2;
@@ -39,6 +41,9 @@ pub use response::ClientResponse;
 
 /// A body in memory up to this size goes out in the same write as the head.
 const COALESCE_MAX: usize = 16 * 1024;
+
+/// How many times an HTTP/2 request the server refused (`REFUSED_STREAM`) is sent again.
+const H2_REFUSALS: u32 = 3;
 
 /// Makes requests, reusing connections: a handle to one pool, cheap to clone.
 #[derive(Clone)]
@@ -81,8 +86,25 @@ struct Inner {
     tls: OnceCell<Arc<rustls::ClientConfig>>,
     /// Idle HTTP/1 connections per origin, the most recently used last.
     pool: RefCell<HashMap<Origin, Vec<Idle>>>,
-    /// The HTTP/2 connection to each origin that has one, shared by every request to it.
-    h2: RefCell<HashMap<Origin, ::h2::client::SendRequest<Bytes>>>,
+    /// The HTTP/2 connection to each origin that has one (or is making one), shared by every
+    /// request to it.
+    h2: RefCell<HashMap<Origin, Shared>>,
+}
+
+/// An origin's HTTP/2 connection.
+enum Shared {
+    Ready(::h2::client::SendRequest<Bytes>),
+    /// Being made, by prior knowledge: requests that come meanwhile wait here to share it
+    /// rather than each open their own.
+    Connecting(Vec<Waker>),
+}
+
+/// Held while a request makes the HTTP/2 connection to an origin: if it ends without one (an
+/// error, the request dropped, or HTTP/1 after all), the requests waiting are woken to look
+/// again.
+struct MakingShared<'a> {
+    inner: &'a Inner,
+    origin: &'a Origin,
 }
 
 /// A connection for one request.
@@ -150,7 +172,11 @@ impl Client {
     /// Connections kept for reuse, over all origins: idle HTTP/1 ones and HTTP/2 ones.
     pub fn idle_connections(&self) -> usize {
         let h1: usize = self.inner.pool.borrow().values().map(Vec::len).sum();
-        h1 + self.inner.h2.borrow().len()
+        let h2 = self.inner.h2.borrow();
+        h1 + h2
+            .values()
+            .filter(|s| matches!(s, Shared::Ready(_)))
+            .count()
     }
 }
 
@@ -182,7 +208,8 @@ impl ClientBuilder {
         self
     }
 
-    /// Longest wait for each write of the request, then for the response head, then for each
+    /// Longest wait for the socket to take more of the request (not for all of it: a large
+    /// body that keeps moving is not cut short), then for the response head, then for each
     /// read of the body. Default 30 s.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
@@ -295,8 +322,8 @@ impl Inner {
     /// A connection to `origin` for one request, and whether it was kept from before: the
     /// origin's HTTP/2 connection, a pooled HTTP/1 one that is still usable, or a new one.
     async fn checkout(&self, origin: &Origin) -> io::Result<(Checkout, bool)> {
-        if let Some(send) = self.h2.borrow().get(origin) {
-            return Ok((Checkout::H2(send.clone()), true));
+        if let Some(send) = poll_fn(|cx| self.poll_shared(origin, cx)).await {
+            return Ok((Checkout::H2(send), true));
         }
         let now = volt_rt::time::now();
         while let Some(mut idle) = self.take_idle(origin) {
@@ -306,14 +333,51 @@ impl Inner {
         }
         let tls = origin.https.then(|| self.tls());
         let prior_knowledge = self.http2 == Http2::PriorKnowledge;
+        let _making = prior_knowledge.then(|| {
+            let waiting = Shared::Connecting(Vec::new());
+            self.h2.borrow_mut().insert(origin.clone(), waiting);
+            MakingShared {
+                inner: self,
+                origin,
+            }
+        });
         let connecting = Conn::connect(origin.clone(), tls, prior_knowledge, self.connect_timeout);
         Ok(match connecting.await? {
             Connected::H1(conn) => (Checkout::H1(conn), false),
             Connected::H2(send) => {
-                self.h2.borrow_mut().insert(origin.clone(), send.clone());
+                let shared = Shared::Ready(send.clone());
+                let before = self.h2.borrow_mut().insert(origin.clone(), shared);
+                if let Some(Shared::Connecting(waiting)) = before {
+                    waiting.into_iter().for_each(Waker::wake);
+                }
                 (Checkout::H2(send), false)
             }
         })
+    }
+
+    /// The origin's HTTP/2 connection (`None` if it has none), once it is made if a request
+    /// is making it.
+    fn poll_shared(
+        &self,
+        origin: &Origin,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<::h2::client::SendRequest<Bytes>>> {
+        match self.h2.borrow_mut().get_mut(origin) {
+            Some(Shared::Ready(send)) => Poll::Ready(Some(send.clone())),
+            Some(Shared::Connecting(waiting)) => {
+                waiting.push(cx.waker().clone());
+                Poll::Pending
+            }
+            None => Poll::Ready(None),
+        }
+    }
+
+    /// Forgets the origin's HTTP/2 connection, found gone; one being made stays.
+    fn forget_shared(&self, origin: &Origin) {
+        let mut h2 = self.h2.borrow_mut();
+        if let Some(Shared::Ready(_)) = h2.get(origin) {
+            h2.remove(origin);
+        }
     }
 
     fn take_idle(&self, origin: &Origin) -> Option<Idle> {
@@ -329,6 +393,17 @@ impl Inner {
         idle.retain(|i| now.duration_since(i.since) < self.idle_timeout);
         if idle.len() < self.max_idle_per_host {
             idle.push(Idle { conn, since: now });
+        }
+    }
+}
+
+impl Drop for MakingShared<'_> {
+    fn drop(&mut self) {
+        let mut h2 = self.inner.h2.borrow_mut();
+        if let Some(Shared::Connecting(_)) = h2.get(self.origin) {
+            if let Some(Shared::Connecting(waiting)) = h2.remove(self.origin) {
+                waiting.into_iter().for_each(Waker::wake);
+            }
         }
     }
 }
@@ -375,7 +450,11 @@ impl Target {
             .trim_start_matches('[')
             .trim_end_matches(']');
         let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        // `uri.path()` is `/` when empty: `http://host?q` asks for `/?q` (RFC 9112 §3.2.1).
+        let path = match uri.query() {
+            Some(query) => format!("{}?{query}", uri.path()),
+            None => uri.path().to_owned(),
+        };
         Ok(Target {
             origin: Origin {
                 https,
@@ -383,7 +462,7 @@ impl Target {
                 port,
             },
             authority: authority.as_str().to_owned(),
-            path: if path.is_empty() { "/" } else { path }.to_owned(),
+            path,
         })
     }
 }
@@ -446,6 +525,7 @@ impl RequestBuilder {
         encode_head(&mut head, &method, &target, &headers, &body);
         let replayable =
             method.is_idempotent() && body.as_bytes().is_some() && body.trailers.is_none();
+        let mut refusals = H2_REFUSALS;
         loop {
             let (mut conn, reused) = match inner.checkout(&target.origin).await? {
                 (Checkout::H1(conn), reused) => (conn, reused),
@@ -455,24 +535,50 @@ impl RequestBuilder {
                         Err(_) if reused => {
                             // Gone (closed, or going away) since its last request, and nothing
                             // was sent on it: any request may go on a new connection.
-                            inner.h2.borrow_mut().remove(&target.origin);
+                            inner.forget_shared(&target.origin);
                             continue;
                         }
                         Err(e) => return Err(e),
                     };
-                    let body = std::mem::replace(&mut body, Body::empty());
+                    // A body in memory can go again if the server refuses the stream.
+                    let in_memory = body.as_bytes().filter(|_| body.trailers.is_none()).cloned();
+                    let this_body = match in_memory.clone() {
+                        Some(bytes) => Body::from(bytes),
+                        None => std::mem::replace(&mut body, Body::empty()),
+                    };
+                    let (method, headers) = (method.clone(), headers.clone());
                     let exchange =
-                        http2::exchange(send, method, &target, headers, body, inner.timeout);
-                    return Ok(ClientResponse::from_h2(exchange.await?, inner.clone()));
+                        http2::exchange(send, method, &target, headers, this_body, inner.timeout);
+                    match exchange.await {
+                        Ok(response) => {
+                            return Ok(ClientResponse::from_h2(response, inner.clone()))
+                        }
+                        // The server processed nothing (RFC 9113 §8.7): as when the first
+                        // requests on a connection go out before its SETTINGS limit them.
+                        Err(e) if http2::is_refused(&e) && in_memory.is_some() && refusals > 0 => {
+                            refusals -= 1;
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
             };
             let mut received = false;
             let exchanged = async {
-                write_request(&mut conn, &head, &mut body, inner.timeout).await?;
+                let sent = write_request(&mut conn, &head, &mut body, inner).await;
                 let deadline = volt_rt::time::now() + inner.timeout;
                 let head_request = method == Method::HEAD;
-                conn.read_head(&inner.limits, head_request, deadline, &mut received)
-                    .await
+                let read = conn.read_head(&inner.limits, head_request, deadline, &mut received);
+                match sent {
+                    Ok(Sent::Whole) => read.await,
+                    // The request is unfinished on the wire: the connection ends with this
+                    // response.
+                    Ok(Sent::Answered) => read.await.map(Head::last),
+                    // A server that answers early may close before it reads the rest (the
+                    // write then fails): its answer is read all the same, if it came.
+                    Err(e) if is_closed(&e) => read.await.map(Head::last).map_err(|_| e),
+                    Err(e) => Err(e),
+                }
             };
             match exchanged.await {
                 Ok(head) => return Ok(ClientResponse::new(head, conn, inner.clone())),
@@ -510,63 +616,79 @@ fn encode_head(
 }
 
 /// Writes the head and the body: an in-memory body with the head when small, a stream chunk
-/// by chunk as the stream yields them.
+/// by chunk as the stream yields them. Stops early if the server answers before the end.
 async fn write_request(
     conn: &mut Conn,
     head: &[u8],
     body: &mut Body,
-    timeout: Duration,
-) -> io::Result<()> {
-    let deadline = || volt_rt::time::now() + timeout;
+    inner: &Inner,
+) -> io::Result<Sent> {
+    let (wait, limits) = (inner.timeout, &inner.limits);
     let chunked = body.len().is_none() || body.trailers.is_some();
-    match &mut body.kind {
+    let mut out = Vec::new();
+    let pieces = match &mut body.kind {
         BodyKind::Full(bytes) if !chunked => {
             if bytes.len() <= COALESCE_MAX {
-                let mut out = Vec::with_capacity(head.len() + bytes.len());
+                out.reserve(head.len() + bytes.len());
                 out.extend_from_slice(head);
                 out.extend_from_slice(bytes);
-                return conn.write_all(&out, deadline()).await;
+                return conn.write_all(&out, wait, limits).await;
             }
-            conn.write_all(head, deadline()).await?;
-            conn.write_all(bytes, deadline()).await
+            if let Sent::Answered = conn.write_all(head, wait, limits).await? {
+                return Ok(Sent::Answered);
+            }
+            return conn.write_all(bytes, wait, limits).await;
         }
         BodyKind::Full(bytes) => {
-            let mut out = head.to_vec();
+            out.extend_from_slice(head);
             volt_proto::write_chunk(&mut out, bytes);
-            let trailers = body.trailers.take().and_then(|t| t.take());
-            volt_proto::write_last_chunk(&mut out, trailers.as_ref());
-            conn.write_all(&out, deadline()).await
+            None
         }
         BodyKind::Stream { stream, len } => {
-            conn.write_all(head, deadline()).await?;
-            let mut sent = 0u64;
-            let mut out = Vec::new();
-            while let Some(chunk) = std::future::poll_fn(|cx| poll_next_caught(stream, cx)).await {
-                let chunk: Bytes = chunk?;
-                sent += chunk.len() as u64;
-                out.clear();
-                match len {
-                    Some(len) if sent > *len => {
-                        return Err(invalid_input("the body stream ran past its length"));
-                    }
-                    Some(_) if !chunked => conn.write_all(&chunk, deadline()).await?,
-                    _ => {
-                        volt_proto::write_chunk(&mut out, &chunk);
-                        conn.write_all(&out, deadline()).await?;
-                    }
-                }
+            if let Sent::Answered = conn.write_all(head, wait, limits).await? {
+                return Ok(Sent::Answered);
             }
-            if chunked {
-                out.clear();
-                let trailers = body.trailers.take().and_then(|t| t.take());
-                volt_proto::write_last_chunk(&mut out, trailers.as_ref());
-                conn.write_all(&out, deadline()).await?;
-            } else if len.is_some_and(|len| sent < len) {
-                return Err(invalid_input("the body stream ended before its length"));
-            }
-            Ok(())
+            Some((stream, *len))
         }
+    };
+    if let Some((stream, len)) = pieces {
+        let mut sent = 0u64;
+        while let Some(chunk) = poll_fn(|cx| poll_next_caught(stream, cx)).await {
+            let chunk: Bytes = chunk?;
+            sent += chunk.len() as u64;
+            if len.is_some_and(|len| sent > len) {
+                return Err(invalid_input("the body stream ran past its length"));
+            }
+            let piece = if chunked {
+                out.clear();
+                volt_proto::write_chunk(&mut out, &chunk);
+                &out[..]
+            } else {
+                &chunk[..]
+            };
+            if let Sent::Answered = conn.write_all(piece, wait, limits).await? {
+                return Ok(Sent::Answered);
+            }
+        }
+        if !chunked && len.is_some_and(|len| sent < len) {
+            return Err(invalid_input("the body stream ended before its length"));
+        }
+        out.clear();
     }
+    if !chunked {
+        return Ok(Sent::Whole);
+    }
+    let trailers = body.trailers.take().and_then(|t| t.take());
+    volt_proto::write_last_chunk(&mut out, trailers.as_ref());
+    conn.write_all(&out, wait, limits).await
+}
+
+/// Whether a write failed because the server closed the connection.
+fn is_closed(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+    )
 }
 
 impl fmt::Debug for Client {
