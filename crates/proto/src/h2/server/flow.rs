@@ -48,6 +48,7 @@ impl Connection {
                 "WINDOW_UPDATE not 4 bytes",
             ));
         };
+        self.spend_window_update()?;
         let increment = i64::from(u32::from_be_bytes(b) & frame::MAX_WINDOW);
         let max = i64::from(frame::MAX_WINDOW);
         if h.stream == 0 {

@@ -17,7 +17,9 @@
 //! is decoded into one reusable buffer ([`Head`]), so a request costs no allocation here.
 //!
 //! Defences: a client gets a budget of frames that cost work without carrying a request
-//! (SETTINGS, PING, PRIORITY, RST_STREAM, empty DATA and CONTINUATION frames) and a budget of
+//! (SETTINGS, PING, PRIORITY, RST_STREAM, GOAWAY, empty DATA and CONTINUATION frames, frames
+//! of unknown types, header blocks for streams that are not served, and WINDOW_UPDATEs beyond
+//! those the server's DATA earned: two per frame sent and one per KiB) and a budget of
 //! stream resets (streams it resets while the server still works on them: rapid reset,
 //! CVE-2023-44487; and streams the server must reset because the client broke the protocol on
 //! them: "MadeYouReset"). Both refill over ten seconds; a client that spends either gets GOAWAY
@@ -227,6 +229,9 @@ pub struct Connection {
     reset_next: usize,
     control_budget: Budget,
     reset_budget: Budget,
+    /// WINDOW_UPDATE frames the client may send before they count as control frames: earned
+    /// by the DATA the server sends (see `budget`).
+    updates_earned: u64,
 }
 
 impl Connection {
@@ -269,6 +274,7 @@ impl Connection {
             reset_next: 0,
             control_budget: Budget::new(settings.max_control_frames),
             reset_budget: Budget::new(settings.max_reset_streams),
+            updates_earned: 0,
             settings,
         }
     }
