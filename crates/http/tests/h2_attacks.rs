@@ -26,14 +26,6 @@ fn app() -> Router {
 /// The body of `/big`: sixteen times the connection's initial window.
 const BIG: usize = 1 << 20;
 
-/// An HPACK block for `GET /big` with `:authority: t` (`:path` a literal, not indexed).
-fn get_big_block() -> Vec<u8> {
-    let mut block = vec![0x82, 0x86, 0x04, 4];
-    block.extend_from_slice(b"/big");
-    block.extend_from_slice(&[0x41, 0x01, b't']);
-    block
-}
-
 /// Starts a server whose `write_timeout` is 2 s and asks for `/big` on streams 1 and 3 of a
 /// connection whose stream windows are 16 MiB (SETTINGS_INITIAL_WINDOW_SIZE) but whose
 /// connection window stays at its initial 64 KiB until the client opens it.
@@ -51,7 +43,7 @@ fn two_big_responses() -> (common::TestServer, TcpStream) {
             HEADERS,
             END_STREAM | END_HEADERS,
             id,
-            &get_big_block(),
+            &block_for(0x82, b"/big"),
         ));
     }
     stream.write_all(&bytes).unwrap();
@@ -254,12 +246,9 @@ fn empty_data_flood_gets_goaway() {
     });
 }
 
-/// A `GET /slow` block (`:path` as a literal without indexing): its handler never finishes.
+/// A `GET /slow` block: its handler never finishes.
 fn slow_block() -> Vec<u8> {
-    let mut b = vec![0x82, 0x86, 0x04, 5];
-    b.extend_from_slice(b"/slow");
-    b.extend([0x41, 0x01, b't']);
-    b
+    block_for(0x82, b"/slow")
 }
 
 #[test]

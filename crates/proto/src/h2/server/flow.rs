@@ -131,6 +131,17 @@ impl Connection {
         }
     }
 
+    /// How many body bytes the client may still send on `stream` before the server gives
+    /// window back (0 once the stream is gone or the client ended it).
+    pub fn recv_capacity(&self, stream: u32) -> usize {
+        match self.find(stream) {
+            Some(i) if self.streams[i].state != StreamState::HalfClosedRemote => {
+                self.streams[i].recv_window.max(0) as usize
+            }
+            _ => 0,
+        }
+    }
+
     /// Whether `stream`'s own send window is shut (whatever the connection's).
     pub fn stream_window_shut(&self, stream: u32) -> bool {
         self.find(stream)
