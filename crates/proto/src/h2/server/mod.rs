@@ -397,7 +397,8 @@ impl Connection {
 
     /// Sends GOAWAY for a connection error and stops reading.
     fn fail(&mut self, reason: Reason, what: &'static str, dst: &mut Vec<u8>) -> Error {
-        frame::write_goaway(dst, self.last_stream, reason);
+        // After a graceful GOAWAY the streams above its last one were not processed.
+        frame::write_goaway(dst, self.goaway.unwrap_or(self.last_stream), reason);
         self.state = State::Closed;
         Error { reason, what }
     }
@@ -548,5 +549,36 @@ mod tests {
         assert_eq!((events, err), (vec![], None));
         let (events, _, _) = run(&mut conn, &data(1, flags::END_STREAM, b""));
         assert_eq!(events.len(), 1, "stream 1 goes on");
+    }
+
+    /// A client that opened a stream with a body before it saw the server's graceful GOAWAY:
+    /// the HEADERS were ignored, but its DATA (and trailers) were taken for frames on a
+    /// closed stream, a connection error (STREAM_CLOSED) that ended the streams the GOAWAY
+    /// meant to let finish. A later connection error's GOAWAY named the ignored stream as
+    /// the last one processed.
+    #[test]
+    fn frames_on_streams_ignored_after_goaway_are_ignored() {
+        let mut conn = open(Settings::default());
+        run(&mut conn, &headers(1, 0, &POST));
+        conn.go_away(&mut Vec::new());
+        let mut bytes = headers(3, 0, &POST);
+        bytes.extend(data(3, 0, b"xyz"));
+        bytes.extend(headers(3, flags::END_STREAM, &[0x40, 1, b'x', 1, b'y']));
+        let (events, out, err) = run(&mut conn, &bytes);
+        assert_eq!((events, err), (vec![], None));
+        assert_eq!(
+            frames(&out)[0].0.kind,
+            Kind::WindowUpdate,
+            "window given back"
+        );
+        let (events, _, _) = run(&mut conn, &data(1, flags::END_STREAM, b"ab"));
+        assert_eq!(events.len(), 1, "stream 1 goes on");
+        let (_, out, err) = run(&mut conn, &frame(0x6, 0, 0, &[0; 7]));
+        assert!(err.is_some());
+        assert_eq!(
+            &frames(&out)[0].1[..4],
+            &1u32.to_be_bytes(),
+            "stream 3 not processed"
+        );
     }
 }

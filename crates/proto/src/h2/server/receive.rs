@@ -98,10 +98,11 @@ impl Connection {
             if h.stream > self.last_stream {
                 return Err(conn_err(Reason::PROTOCOL_ERROR, "DATA on an idle stream"));
             }
-            if !self.was_reset(h.stream) {
+            if !self.ignores(h.stream) {
                 return Err(conn_err(Reason::STREAM_CLOSED, "DATA on a closed stream"));
             }
-            // Sent before the client saw our reset: ignored, but its window is given back.
+            // Sent before the client saw our reset or GOAWAY: ignored, but its window is
+            // given back.
             self.release_connection(h.len, dst);
             return Ok(None);
         };
@@ -176,7 +177,7 @@ impl Connection {
                 ));
             }
             None if id <= self.last_stream => {
-                if !self.was_reset(id) {
+                if !self.ignores(id) {
                     return Err(conn_err(
                         Reason::STREAM_CLOSED,
                         "HEADERS on a closed stream",

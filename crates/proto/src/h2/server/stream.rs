@@ -33,8 +33,11 @@ impl Connection {
         self.streams.iter().position(|s| s.id == stream)
     }
 
-    pub(super) fn was_reset(&self, stream: u32) -> bool {
-        self.reset.contains(&stream)
+    /// Whether frames on the closed `stream` are ignored: the server reset it lately, or the
+    /// client opened it after the server's GOAWAY (it is not served). The client may have
+    /// sent them before it saw either (RFC 9113 §5.1, §6.8).
+    pub(super) fn ignores(&self, stream: u32) -> bool {
+        self.reset.contains(&stream) || self.goaway.is_some_and(|last| stream > last)
     }
 
     /// The client ended its side of stream `i`.
