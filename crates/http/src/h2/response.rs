@@ -73,7 +73,8 @@ where
             || status == StatusCode::NO_CONTENT
             || status == StatusCode::NOT_MODIFIED;
         let no_body = is_head || bodiless_status;
-        let trailers = body.trailers;
+        // Trailers follow content: a response without any gets none, as on HTTP/1.
+        let trailers = body.trailers.filter(|_| !no_body);
         let length = body_len(&body.kind).filter(|_| !bodiless_status);
         let (out, end_now) = match body.kind {
             BodyKind::Full(data) => {
