@@ -56,8 +56,10 @@ pub use send::HeaderBlock;
 use stream::{Stream, StreamState};
 
 /// How many streams the server remembers having reset, to ignore the frames the client sent
-/// before it saw the reset (RFC 9113 §5.1, "closed").
-const RESET_MEMORY: usize = 32;
+/// before it saw the reset (RFC 9113 §5.1, "closed"), rather than take them for frames on a
+/// closed stream (a connection error): the most streams a client may have open, but at least
+/// as many as a client opens at once before it knows that limit (the RFC suggests 100).
+const RESET_MEMORY: std::ops::RangeInclusive<u32> = 128..=1024;
 
 /// The server's side of the settings, and its defences.
 #[derive(Clone, Debug)]
@@ -224,8 +226,8 @@ pub struct Connection {
     /// Header block fragments, when a block spans several frames.
     fragments: Vec<u8>,
     head: Head,
-    /// Streams the server reset lately (a ring).
-    reset: [u32; RESET_MEMORY],
+    /// Streams the server reset lately: a ring of up to `RESET_MEMORY` ids, grown as needed.
+    reset: Vec<u32>,
     reset_next: usize,
     control_budget: Budget,
     reset_budget: Budget,
@@ -270,7 +272,7 @@ impl Connection {
             block: None,
             fragments: Vec::new(),
             head: Head::default(),
-            reset: [0; RESET_MEMORY],
+            reset: Vec::new(),
             reset_next: 0,
             control_budget: Budget::new(settings.max_control_frames),
             reset_budget: Budget::new(settings.max_reset_streams),
