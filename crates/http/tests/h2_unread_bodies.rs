@@ -61,6 +61,21 @@ fn window_back(frames: &[Frame], stream: u32) -> u64 {
         .sum()
 }
 
+/// The body's connection window came back, and stream `id` alone was reset, with NO_ERROR.
+fn assert_stopped(seen: &[Frame], id: u32) {
+    assert!(
+        window_back(seen, 0) >= WINDOW as u64,
+        "connection window kept"
+    );
+    let reset: Vec<_> = seen.iter().filter(|f| f.0 == RST_STREAM).collect();
+    assert_eq!(reset.len(), 1, "{reset:?}");
+    assert_eq!(
+        (reset[0].2, &reset[0].3[..]),
+        (id, &[0u8; 4][..]),
+        "NO_ERROR"
+    );
+}
+
 /// Asks for `GET /` on `id` and checks the answer.
 fn assert_served(tcp: &mut TcpStream, buf: &mut Vec<u8>, id: u32) {
     tcp.write_all(&frame(
@@ -122,17 +137,7 @@ fn chunks_unread_when_the_body_is_dropped_get_no_stream_window_back() {
         "stream window given back for unread chunks: {}",
         window_back(&seen, 1)
     );
-    assert!(
-        window_back(&seen, 0) >= WINDOW as u64,
-        "connection window kept"
-    );
-    let reset: Vec<_> = seen.iter().filter(|f| f.0 == RST_STREAM).collect();
-    assert_eq!(reset.len(), 1, "{reset:?}");
-    assert_eq!(
-        (reset[0].2, &reset[0].3[..]),
-        (1, &[0u8; 4][..]),
-        "NO_ERROR"
-    );
+    assert_stopped(&seen, 1);
     assert_served(&mut tcp, &mut buf, 3);
 }
 
@@ -159,17 +164,7 @@ fn an_ignored_body_is_stopped_once_its_window_is_used_and_a_small_one_ends_clean
             .any(|f| f.2 == id && matches!(f.0, HEADERS | DATA) && f.1 & END_STREAM != 0)
     };
     assert!(ends(1) && ends(3), "both answered: {seen:?}");
-    let reset: Vec<_> = seen.iter().filter(|f| f.0 == RST_STREAM).collect();
-    assert_eq!(reset.len(), 1, "{reset:?}");
-    assert_eq!(
-        (reset[0].2, &reset[0].3[..]),
-        (3, &[0u8; 4][..]),
-        "NO_ERROR"
-    );
+    assert_stopped(&seen, 3);
     assert_eq!(window_back(&seen, 3), 0);
-    assert!(
-        window_back(&seen, 0) >= WINDOW as u64,
-        "connection window kept"
-    );
     assert_served(&mut tcp, &mut buf, 5);
 }
