@@ -168,3 +168,32 @@ fn an_ignored_body_is_stopped_once_its_window_is_used_and_a_small_one_ends_clean
     assert_eq!(window_back(&seen, 3), 0);
     assert_served(&mut tcp, &mut buf, 5);
 }
+
+/// A body past `max_drain_bytes` after a complete response was reset with CANCEL, which curl
+/// (7.88) reports as a failed transfer (`HTTP/2 stream 1 was not closed cleanly: CANCEL`)
+/// though the response was whole. It is NO_ERROR now, as when the window is used up.
+#[test]
+fn a_body_past_the_drain_limit_is_stopped_with_no_error() {
+    let config = Config {
+        h2_initial_stream_window: WINDOW as u32,
+        max_drain_bytes: 1000,
+        ..Config::default()
+    };
+    let server = common::start_with(1, config, app(Arc::new(AtomicBool::new(true))));
+    let mut tcp = TcpStream::connect(server.addr()).unwrap();
+    tcp.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    let mut bytes = client_start();
+    bytes.extend(frame(HEADERS, END_HEADERS, 1, &block_for(POST, b"/")));
+    bytes.extend(frame(DATA, 0, 1, &[b'x'; FRAME]));
+    tcp.write_all(&bytes).unwrap();
+    let mut buf = Vec::new();
+    let seen = frames_until_ping_ack(&mut tcp, &mut buf, b"all sent");
+    let reset: Vec<_> = seen.iter().filter(|f| f.0 == RST_STREAM).collect();
+    assert_eq!(reset.len(), 1, "{seen:?}");
+    assert_eq!(
+        (reset[0].2, &reset[0].3[..]),
+        (1, &[0u8; 4][..]),
+        "NO_ERROR"
+    );
+    assert_served(&mut tcp, &mut buf, 3);
+}

@@ -424,8 +424,9 @@ where
         }
         // The client is still sending a body nobody reads. Its stream window is not reopened:
         // what the window still lets the client send is drained (for `body_read_timeout`, up
-        // to `max_drain_bytes`); once that is used up, the client is told to stop
-        // (RST_STREAM NO_ERROR: the response is complete, RFC 9113 §8.1).
+        // to `max_drain_bytes`); once that window or that limit is used up, the client is told
+        // to stop (RST_STREAM NO_ERROR: the response is complete, RFC 9113 §8.1; clients such
+        // as curl take CANCEL for a failed transfer).
         let config = &self.worker.config;
         if task.drain_deadline.is_none() {
             task.drain_deadline = Some(Instant::now() + config.body_read_timeout);
@@ -435,12 +436,8 @@ where
                 self.conn.release_connection_window(unread, &mut self.out);
             }
         }
-        if self.conn.recv_capacity(task.id) == 0 {
+        if self.conn.recv_capacity(task.id) == 0 || task.drained > config.max_drain_bytes {
             self.conn.reset(task.id, Reason::NO_ERROR, &mut self.out);
-            return true;
-        }
-        if task.drained > config.max_drain_bytes {
-            self.conn.reset(task.id, Reason::CANCEL, &mut self.out);
             return true;
         }
         false
