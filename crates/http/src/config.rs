@@ -64,8 +64,10 @@ pub struct Config {
     /// 16 KiB to 16 MiB). Default 16 KiB.
     pub h2_max_frame_size: u32,
     /// HTTP/2 flood defence: frames that cost work without carrying a request (PING,
-    /// SETTINGS, PRIORITY, RST_STREAM, empty DATA and CONTINUATION frames) a client may send
-    /// in a burst; the allowance refills in full every ten seconds. A client past it gets GOAWAY
+    /// SETTINGS and their ACKs, PRIORITY, RST_STREAM, GOAWAY, empty DATA and CONTINUATION
+    /// frames, frames of unknown types, header blocks of streams not served, and
+    /// WINDOW_UPDATEs beyond two per DATA frame the server sent and one per KiB of it) a
+    /// client may send in a burst; the allowance refills in full every ten seconds. A client past it gets GOAWAY
     /// (`ENHANCE_YOUR_CALM`) and is closed. Default 1,000.
     pub h2_max_control_frames: u32,
     /// HTTP/2 reset defence: stream resets a client may cause in a burst, refilled in full

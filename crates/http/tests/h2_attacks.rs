@@ -26,14 +26,6 @@ fn app() -> Router {
 /// The body of `/big`: sixteen times the connection's initial window.
 const BIG: usize = 1 << 20;
 
-/// An HPACK block for `GET /big` with `:authority: t` (`:path` a literal, not indexed).
-fn get_big_block() -> Vec<u8> {
-    let mut block = vec![0x82, 0x86, 0x04, 4];
-    block.extend_from_slice(b"/big");
-    block.extend_from_slice(&[0x41, 0x01, b't']);
-    block
-}
-
 /// Starts a server whose `write_timeout` is 2 s and asks for `/big` on streams 1 and 3 of a
 /// connection whose stream windows are 16 MiB (SETTINGS_INITIAL_WINDOW_SIZE) but whose
 /// connection window stays at its initial 64 KiB until the client opens it.
@@ -51,7 +43,7 @@ fn two_big_responses() -> (common::TestServer, TcpStream) {
             HEADERS,
             END_STREAM | END_HEADERS,
             id,
-            &get_big_block(),
+            &block_for(0x82, b"/big"),
         ));
     }
     stream.write_all(&bytes).unwrap();
@@ -230,6 +222,21 @@ fn settings_flood_gets_goaway() {
     });
 }
 
+/// One-byte WINDOW_UPDATEs while the server sends nothing: counted in no budget, they kept
+/// the server busy for as long as the client liked.
+#[test]
+fn window_update_flood_gets_goaway() {
+    assert_flood_stopped(Config::default(), || {
+        let mut b = frame(HEADERS, END_STREAM | END_HEADERS, 1, &slow_block());
+        b.extend(repeat(200_000, |_| {
+            let mut f = frame(WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes());
+            f.extend(frame(WINDOW_UPDATE, 0, 1, &1u32.to_be_bytes()));
+            f
+        }));
+        b
+    });
+}
+
 #[test]
 fn empty_data_flood_gets_goaway() {
     assert_flood_stopped(Config::default(), || {
@@ -239,12 +246,9 @@ fn empty_data_flood_gets_goaway() {
     });
 }
 
-/// A `GET /slow` block (`:path` as a literal without indexing): its handler never finishes.
+/// A `GET /slow` block: its handler never finishes.
 fn slow_block() -> Vec<u8> {
-    let mut b = vec![0x82, 0x86, 0x04, 5];
-    b.extend_from_slice(b"/slow");
-    b.extend([0x41, 0x01, b't']);
-    b
+    block_for(0x82, b"/slow")
 }
 
 #[test]
@@ -312,9 +316,10 @@ fn read_until_reset_or_goaway(stream: &mut TcpStream, id: u32) -> Option<(u8, u3
 /// A server with a `write_timeout` of 1 s, and a connection to it whose client asked for `/`
 /// on stream 1 with an initial stream window of 0 (SETTINGS_INITIAL_WINDOW_SIZE): no byte of
 /// the response body may go out until a WINDOW_UPDATE, which the client never sends.
-fn stalled_on_a_zero_window() -> (common::TestServer, TcpStream) {
+fn stalled_on_a_zero_window(max_control_frames: u32) -> (common::TestServer, TcpStream) {
     let config = Config {
         write_timeout: std::time::Duration::from_secs(1),
+        h2_max_control_frames: max_control_frames,
         ..Config::default()
     };
     let server = common::start_with(1, config, app());
@@ -337,7 +342,7 @@ fn stalled_on_a_zero_window() -> (common::TestServer, TcpStream) {
 /// response that waits for window longer than `write_timeout` now resets its stream.
 #[test]
 fn a_response_stalled_on_a_zero_window_is_reset() {
-    let (_server, mut stream) = stalled_on_a_zero_window();
+    let (_server, mut stream) = stalled_on_a_zero_window(Config::default().h2_max_control_frames);
     // The client keeps the connection open and never sends WINDOW_UPDATE.
     let got = read_until_reset_or_goaway(&mut stream, 1);
     assert_eq!(
@@ -350,14 +355,15 @@ fn a_response_stalled_on_a_zero_window_is_reset() {
 /// The connection's deadlines were looked at only when its loop ran out of work: a client
 /// that kept the loop busy held them off for as long as it liked. Here a response is stalled
 /// on a zero stream window while the client sends connection-level WINDOW_UPDATEs (one byte
-/// each: no budget counts them, and they open nothing for the stalled stream) as fast as the
-/// server reads them. The stall must still reset the stream after `write_timeout`.
+/// each: they open nothing for the stalled stream) as fast as the server reads them, with
+/// the control-frame budget (which would stop them) out of the way. The stall must still
+/// reset the stream after `write_timeout`.
 #[test]
 fn a_busy_connection_still_resets_a_stalled_stream() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
-    let (_server, mut stream) = stalled_on_a_zero_window();
+    let (_server, mut stream) = stalled_on_a_zero_window(u32::MAX);
     let done = Arc::new(AtomicBool::new(false));
     let mut writer = stream.try_clone().unwrap();
     let flooder = {

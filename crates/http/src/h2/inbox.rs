@@ -12,7 +12,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::HeaderMap;
 use http::StatusCode;
-use volt_proto::h2::frame::Reason;
 
 use crate::response::Response;
 use crate::{Error, Request};
@@ -56,8 +55,10 @@ where
     /// Request body bytes: to the handler, or drained once it is done.
     pub(super) fn on_data(&mut self, id: u32, data: Bytes, end_stream: bool) {
         let Some(i) = self.task(id) else {
-            // The response is complete and nothing waits for the body: drain it.
-            self.conn.release(id, data.len(), &mut self.out);
+            // Nothing waits for the body: the bytes go, and only their connection window comes
+            // back (see below).
+            self.conn
+                .release_connection_window(data.len(), &mut self.out);
             return;
         };
         let task = &mut self.tasks[i];
@@ -72,21 +73,15 @@ where
                 }
                 inbox.wake_reader();
             }
-            // The handler dropped the body and works on: the bytes go, and their connection
-            // window comes back at once (other streams must not stall on them); the stream's
-            // own stays closed until the response is done, as HTTP/1 reads nothing meanwhile.
-            Some(_) if task.handler.is_some() => {
-                task.drained += data.len() as u64;
-                task.withheld += data.len();
-                self.conn
-                    .release_connection_window(data.len(), &mut self.out);
-            }
+            // Nobody reads the body (the handler dropped it, or is done): the bytes go, and
+            // their connection window comes back at once (other streams must not stall on
+            // them), never the stream's own: flow control holds the client back as HTTP/1
+            // reads nothing meanwhile, and once the response is out, the client is told to stop
+            // when that window is used up (`task_finished`).
             _ => {
                 task.drained += data.len() as u64;
-                self.conn.release(id, data.len(), &mut self.out);
-                if task.drained > self.worker.config.max_drain_bytes {
-                    self.conn.reset(id, Reason::CANCEL, &mut self.out);
-                }
+                self.conn
+                    .release_connection_window(data.len(), &mut self.out);
             }
         }
         self.settle(id);
@@ -105,7 +100,7 @@ where
 }
 
 /// A body dropped with chunks unread wakes the connection, which drains them and gives their
-/// window back (`Driver::pump`).
+/// connection window back (`Driver::pump`).
 impl Drop for H2Body {
     fn drop(&mut self) {
         let inbox = self.inbox.borrow();

@@ -15,9 +15,11 @@
 //!
 //! Request bodies go to the handler through an [`Inbox`]; the window is given back to the
 //! client as the handler takes each chunk, so a slow handler slows its client down. Response
-//! bodies go out as the stream and connection windows allow. A body the handler leaves unread
-//! is drained up to [`Config::max_drain_bytes`] within [`Config::body_read_timeout`], else the
-//! stream is reset.
+//! bodies go out as the stream and connection windows allow. A body nobody reads gives back
+//! its connection window, never its stream's: after the response, what the client may still
+//! send is drained (up to [`Config::max_drain_bytes`], within [`Config::body_read_timeout`]),
+//! and the stream is reset once the client used its window up (`NO_ERROR`) or a limit passed
+//! (`CANCEL`).
 //!
 //! Defences live in the state machine (floods of control frames, empty frames, CONTINUATION,
 //! rapid reset, provoked resets: see `volt_proto::h2::server`); a client that trips one gets
@@ -148,13 +150,11 @@ struct Task<F> {
     parts: Option<Rc<Parts>>,
     is_head: bool,
     out: Outgoing,
-    /// Request body bytes discarded after the response.
+    /// Request body bytes discarded (nobody read them): their stream window is not given
+    /// back.
     drained: u64,
     /// Draining gives up (resetting the stream) at this time.
     drain_deadline: Option<Instant>,
-    /// Body bytes discarded while the handler ran without its body, whose stream window is
-    /// not given back yet.
-    withheld: usize,
     /// Since when response data has been waiting for flow-control window the client does not
     /// give: the write timeout counts from there, as for bytes the socket does not take.
     stalled_since: Option<Instant>,
@@ -354,7 +354,6 @@ where
             out: Outgoing::Waiting,
             drained: 0,
             drain_deadline: None,
-            withheld: 0,
             stalled_since: None,
         };
         let response = match to_request(head, inbox, self.remote, config) {
@@ -423,22 +422,23 @@ where
             self.conn.reset(task.id, Reason::NO_ERROR, &mut self.out);
             return true;
         }
-        // The client is still sending a body nobody reads: drain it, for a while.
+        // The client is still sending a body nobody reads. Its stream window is not reopened:
+        // what the window still lets the client send is drained (for `body_read_timeout`, up
+        // to `max_drain_bytes`); once that window or that limit is used up, the client is told
+        // to stop (RST_STREAM NO_ERROR: the response is complete, RFC 9113 §8.1; clients such
+        // as curl take CANCEL for a failed transfer).
+        let config = &self.worker.config;
         if task.drain_deadline.is_none() {
-            task.drain_deadline = Some(Instant::now() + self.worker.config.body_read_timeout);
-            let withheld = std::mem::take(&mut task.withheld);
-            if task.drained > self.worker.config.max_drain_bytes {
-                self.conn.reset(task.id, Reason::CANCEL, &mut self.out);
-                return true;
-            }
-            self.conn
-                .release_stream_window(task.id, withheld, &mut self.out);
+            task.drain_deadline = Some(Instant::now() + config.body_read_timeout);
             if let Some(inbox) = &task.inbox {
-                let mut inbox = inbox.borrow_mut();
-                let unread: usize = inbox.chunks.drain(..).map(|c| c.len()).sum();
+                let unread: usize = inbox.borrow_mut().chunks.drain(..).map(|c| c.len()).sum();
                 task.drained += unread as u64;
-                inbox.consumed += unread;
+                self.conn.release_connection_window(unread, &mut self.out);
             }
+        }
+        if self.conn.recv_capacity(task.id) == 0 || task.drained > config.max_drain_bytes {
+            self.conn.reset(task.id, Reason::NO_ERROR, &mut self.out);
+            return true;
         }
         false
     }
@@ -708,7 +708,6 @@ impl<F> Task<F> {
             out: Outgoing::Done,
             drained: 0,
             drain_deadline: None,
-            withheld: 0,
             stalled_since: None,
         }
     }

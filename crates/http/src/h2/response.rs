@@ -73,7 +73,8 @@ where
             || status == StatusCode::NO_CONTENT
             || status == StatusCode::NOT_MODIFIED;
         let no_body = is_head || bodiless_status;
-        let trailers = body.trailers;
+        // Trailers follow content: a response without any gets none, as on HTTP/1.
+        let trailers = body.trailers.filter(|_| !no_body);
         let length = body_len(&body.kind).filter(|_| !bodiless_status);
         let (out, end_now) = match body.kind {
             BodyKind::Full(data) => {
@@ -140,10 +141,11 @@ where
                 let dropped = Rc::strong_count(inbox) == 1;
                 let mut inbox = inbox.borrow_mut();
                 if dropped {
-                    // The handler dropped the body with chunks unread: they are drained.
+                    // The handler dropped the body with chunks unread: they are drained, as
+                    // what arrives after the drop is (`on_data`).
                     let unread: usize = inbox.chunks.drain(..).map(|c| c.len()).sum();
                     task.drained += unread as u64;
-                    inbox.consumed += unread;
+                    self.conn.release_connection_window(unread, &mut self.out);
                 }
                 let consumed = std::mem::take(&mut inbox.consumed);
                 self.conn.release(task.id, consumed, &mut self.out);

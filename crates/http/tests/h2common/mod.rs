@@ -124,6 +124,36 @@ pub fn request_block(post: bool) -> Vec<u8> {
     vec![method, 0x86, 0x84, 0x41, 0x01, b't']
 }
 
+/// An HPACK block for `method path` (`GET` 0x82, `POST` 0x83) with `:authority: t`, `:path`
+/// a literal.
+pub fn block_for(method: u8, path: &[u8]) -> Vec<u8> {
+    let mut b = vec![method, 0x86, 0x04, path.len() as u8];
+    b.extend_from_slice(path);
+    b.extend_from_slice(&[0x41, 0x01, b't']);
+    b
+}
+
+/// A frame as [`next_frame`] reads it: kind, flags, stream id, payload.
+pub type Frame = (u8, u8, u32, Vec<u8>);
+
+/// Sends a PING and returns every frame read until its ACK: every frame the server sent
+/// before it handled the PING.
+pub fn frames_until_ping_ack(
+    tcp: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    opaque: &[u8; 8],
+) -> Vec<Frame> {
+    io::Write::write_all(tcp, &frame(PING, 0, 0, opaque)).unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let f = next_frame(tcp, buf);
+        if f.0 == PING && f.3 == opaque {
+            return seen;
+        }
+        seen.push(f);
+    }
+}
+
 /// The preface and an empty SETTINGS frame: what a client sends first.
 pub fn client_start() -> Vec<u8> {
     let mut b = PREFACE.to_vec();

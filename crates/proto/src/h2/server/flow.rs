@@ -48,6 +48,7 @@ impl Connection {
                 "WINDOW_UPDATE not 4 bytes",
             ));
         };
+        self.spend_window_update()?;
         let increment = i64::from(u32::from_be_bytes(b) & frame::MAX_WINDOW);
         let max = i64::from(frame::MAX_WINDOW);
         if h.stream == 0 {
@@ -127,6 +128,17 @@ impl Connection {
         match self.find(stream) {
             Some(i) => self.streams[i].send_window.min(self.send_window).max(0) as usize,
             None => 0,
+        }
+    }
+
+    /// How many body bytes the client may still send on `stream` before the server gives
+    /// window back (0 once the stream is gone or the client ended it).
+    pub fn recv_capacity(&self, stream: u32) -> usize {
+        match self.find(stream) {
+            Some(i) if self.streams[i].state != StreamState::HalfClosedRemote => {
+                self.streams[i].recv_window.max(0) as usize
+            }
+            _ => 0,
         }
     }
 

@@ -17,7 +17,9 @@
 //! is decoded into one reusable buffer ([`Head`]), so a request costs no allocation here.
 //!
 //! Defences: a client gets a budget of frames that cost work without carrying a request
-//! (SETTINGS, PING, PRIORITY, RST_STREAM, empty DATA and CONTINUATION frames) and a budget of
+//! (SETTINGS, PING, PRIORITY, RST_STREAM, GOAWAY, empty DATA and CONTINUATION frames, frames
+//! of unknown types, header blocks for streams that are not served, and WINDOW_UPDATEs beyond
+//! those the server's DATA earned: two per frame sent and one per KiB) and a budget of
 //! stream resets (streams it resets while the server still works on them: rapid reset,
 //! CVE-2023-44487; and streams the server must reset because the client broke the protocol on
 //! them: "MadeYouReset"). Both refill over ten seconds; a client that spends either gets GOAWAY
@@ -54,8 +56,10 @@ pub use send::HeaderBlock;
 use stream::{Stream, StreamState};
 
 /// How many streams the server remembers having reset, to ignore the frames the client sent
-/// before it saw the reset (RFC 9113 §5.1, "closed").
-const RESET_MEMORY: usize = 32;
+/// before it saw the reset (RFC 9113 §5.1, "closed"), rather than take them for frames on a
+/// closed stream (a connection error): the most streams a client may have open, but at least
+/// as many as a client opens at once before it knows that limit (the RFC suggests 100).
+const RESET_MEMORY: std::ops::RangeInclusive<u32> = 128..=1024;
 
 /// The server's side of the settings, and its defences.
 #[derive(Clone, Debug)]
@@ -222,11 +226,14 @@ pub struct Connection {
     /// Header block fragments, when a block spans several frames.
     fragments: Vec<u8>,
     head: Head,
-    /// Streams the server reset lately (a ring).
-    reset: [u32; RESET_MEMORY],
+    /// Streams the server reset lately: a ring of up to `RESET_MEMORY` ids, grown as needed.
+    reset: Vec<u32>,
     reset_next: usize,
     control_budget: Budget,
     reset_budget: Budget,
+    /// WINDOW_UPDATE frames the client may send before they count as control frames: earned
+    /// by the DATA the server sends (see `budget`).
+    updates_earned: u64,
 }
 
 impl Connection {
@@ -265,10 +272,11 @@ impl Connection {
             block: None,
             fragments: Vec::new(),
             head: Head::default(),
-            reset: [0; RESET_MEMORY],
+            reset: Vec::new(),
             reset_next: 0,
             control_budget: Budget::new(settings.max_control_frames),
             reset_budget: Budget::new(settings.max_reset_streams),
+            updates_earned: 0,
             settings,
         }
     }
@@ -391,7 +399,8 @@ impl Connection {
 
     /// Sends GOAWAY for a connection error and stops reading.
     fn fail(&mut self, reason: Reason, what: &'static str, dst: &mut Vec<u8>) -> Error {
-        frame::write_goaway(dst, self.last_stream, reason);
+        // After a graceful GOAWAY the streams above its last one were not processed.
+        frame::write_goaway(dst, self.goaway.unwrap_or(self.last_stream), reason);
         self.state = State::Closed;
         Error { reason, what }
     }
@@ -542,5 +551,36 @@ mod tests {
         assert_eq!((events, err), (vec![], None));
         let (events, _, _) = run(&mut conn, &data(1, flags::END_STREAM, b""));
         assert_eq!(events.len(), 1, "stream 1 goes on");
+    }
+
+    /// A client that opened a stream with a body before it saw the server's graceful GOAWAY:
+    /// the HEADERS were ignored, but its DATA (and trailers) were taken for frames on a
+    /// closed stream, a connection error (STREAM_CLOSED) that ended the streams the GOAWAY
+    /// meant to let finish. A later connection error's GOAWAY named the ignored stream as
+    /// the last one processed.
+    #[test]
+    fn frames_on_streams_ignored_after_goaway_are_ignored() {
+        let mut conn = open(Settings::default());
+        run(&mut conn, &headers(1, 0, &POST));
+        conn.go_away(&mut Vec::new());
+        let mut bytes = headers(3, 0, &POST);
+        bytes.extend(data(3, 0, b"xyz"));
+        bytes.extend(headers(3, flags::END_STREAM, &[0x40, 1, b'x', 1, b'y']));
+        let (events, out, err) = run(&mut conn, &bytes);
+        assert_eq!((events, err), (vec![], None));
+        assert_eq!(
+            frames(&out)[0].0.kind,
+            Kind::WindowUpdate,
+            "window given back"
+        );
+        let (events, _, _) = run(&mut conn, &data(1, flags::END_STREAM, b"ab"));
+        assert_eq!(events.len(), 1, "stream 1 goes on");
+        let (_, out, err) = run(&mut conn, &frame(0x6, 0, 0, &[0; 7]));
+        assert!(err.is_some());
+        assert_eq!(
+            &frames(&out)[0].1[..4],
+            &1u32.to_be_bytes(),
+            "stream 3 not processed"
+        );
     }
 }

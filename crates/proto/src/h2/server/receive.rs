@@ -56,13 +56,19 @@ impl Connection {
             Kind::RstStream => self.on_rst_stream(h, payload),
             Kind::Settings => self.on_settings(h, payload, dst),
             Kind::Ping => self.on_ping(h, payload, dst),
-            Kind::GoAway => on_goaway(h, payload),
+            Kind::GoAway => {
+                self.spend_control()?;
+                on_goaway(h, payload)
+            }
             Kind::WindowUpdate => self.on_window_update(h, payload),
             Kind::PushPromise => Err(conn_err(
                 Reason::PROTOCOL_ERROR,
                 "PUSH_PROMISE from a client",
             )),
-            Kind::Unknown(_) => Ok(None),
+            Kind::Unknown(_) => {
+                self.spend_control()?;
+                Ok(None)
+            }
         }
     }
 
@@ -92,10 +98,11 @@ impl Connection {
             if h.stream > self.last_stream {
                 return Err(conn_err(Reason::PROTOCOL_ERROR, "DATA on an idle stream"));
             }
-            if !self.was_reset(h.stream) {
+            if !self.ignores(h.stream) {
                 return Err(conn_err(Reason::STREAM_CLOSED, "DATA on a closed stream"));
             }
-            // Sent before the client saw our reset: ignored, but its window is given back.
+            // Sent before the client saw our reset or GOAWAY: ignored, but its window is
+            // given back.
             self.release_connection(h.len, dst);
             return Ok(None);
         };
@@ -170,7 +177,7 @@ impl Connection {
                 ));
             }
             None if id <= self.last_stream => {
-                if !self.was_reset(id) {
+                if !self.ignores(id) {
                     return Err(conn_err(
                         Reason::STREAM_CLOSED,
                         "HEADERS on a closed stream",
@@ -258,7 +265,11 @@ impl Connection {
         let verdict = self.decode(encoded, trailers)?;
         let id = block.stream;
         match block.usage {
-            BlockUse::Discard(None) => Ok(None),
+            // Decoded for nothing (no stream is served for it): a flood of these costs work.
+            BlockUse::Discard(None) => {
+                self.spend_control()?;
+                Ok(None)
+            }
             BlockUse::Discard(Some(reason)) => Err(Fault::Stream(id, reason)),
             _ if verdict.is_err() => Err(Fault::Stream(id, Reason::PROTOCOL_ERROR)),
             BlockUse::Trailers => {
@@ -350,6 +361,8 @@ impl Connection {
                     "SETTINGS ACK with a payload",
                 ));
             }
+            // The server sent one SETTINGS: more ACKs are a flood (each walks the streams).
+            self.spend_control()?;
             return Ok(self.settings_acknowledged());
         }
         if payload.len() % 6 != 0 {
@@ -399,8 +412,9 @@ impl Connection {
         let Ok(data) = <[u8; 8]>::try_from(payload) else {
             return Err(conn_err(Reason::FRAME_SIZE_ERROR, "PING not 8 bytes"));
         };
+        // An ACK answers no PING (the server sends none) and costs work all the same.
+        self.spend_control()?;
         if !h.has(flags::ACK) {
-            self.spend_control()?;
             frame::write_ping_ack(dst, data);
         }
         Ok(None)

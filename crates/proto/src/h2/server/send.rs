@@ -49,6 +49,7 @@ impl Connection {
         }
         while let Some(chunk) = chunks.next() {
             frame::write_data(dst, stream, chunk, end && chunks.peek().is_none());
+            self.earn_window_updates(chunk.len());
         }
         self.streams[i].send_window -= n as i64;
         self.send_window -= n as i64;

@@ -33,8 +33,11 @@ impl Connection {
         self.streams.iter().position(|s| s.id == stream)
     }
 
-    pub(super) fn was_reset(&self, stream: u32) -> bool {
-        self.reset.contains(&stream)
+    /// Whether frames on the closed `stream` are ignored: the server reset it lately, or the
+    /// client opened it after the server's GOAWAY (it is not served). The client may have
+    /// sent them before it saw either (RFC 9113 §5.1, §6.8).
+    pub(super) fn ignores(&self, stream: u32) -> bool {
+        self.reset.contains(&stream) || self.goaway.is_some_and(|last| stream > last)
     }
 
     /// The client ended its side of stream `i`.
@@ -69,8 +72,16 @@ impl Connection {
         if let Some(i) = self.find(stream) {
             self.streams.swap_remove(i);
         }
-        self.reset[self.reset_next] = stream;
-        self.reset_next = (self.reset_next + 1) % RESET_MEMORY;
+        let memory = self
+            .settings
+            .max_concurrent_streams
+            .clamp(*RESET_MEMORY.start(), *RESET_MEMORY.end()) as usize;
+        if self.reset.len() < memory {
+            self.reset.push(stream);
+        } else {
+            self.reset[self.reset_next] = stream;
+            self.reset_next = (self.reset_next + 1) % memory;
+        }
     }
 }
 
@@ -98,5 +109,25 @@ mod tests {
         let (events, out, err) = run(&mut conn, &data(1, 0, b"xyz"));
         assert_eq!((events, err), (vec![], None));
         assert_eq!(frames(&out)[0].0.kind, Kind::WindowUpdate);
+    }
+
+    /// A client that opens more streams than the limit before it has the server's SETTINGS
+    /// (it may) has the extra ones refused, and the bodies it sends on them are ignored. Only
+    /// the last 32 resets were remembered: DATA on an older refused stream was taken for
+    /// DATA on a closed stream, a connection error (STREAM_CLOSED) for every stream.
+    #[test]
+    fn data_on_many_refused_streams_is_ignored() {
+        let mut conn = open(Settings {
+            max_concurrent_streams: 1,
+            ..Settings::default()
+        });
+        let ids: Vec<u32> = (0..101).map(|i| 1 + 2 * i).collect();
+        let opened: Vec<u8> = ids.iter().flat_map(|&id| headers(id, 0, &POST)).collect();
+        let (events, out, err) = run(&mut conn, &opened);
+        assert_eq!((events.len(), err), (1, None));
+        assert_eq!(rst_code(&out, 3), Some(Reason::REFUSED_STREAM));
+        let bodies: Vec<u8> = ids[1..].iter().flat_map(|&id| data(id, 0, b"x")).collect();
+        let (events, _, err) = run(&mut conn, &bodies);
+        assert_eq!((events, err), (vec![], None));
     }
 }
