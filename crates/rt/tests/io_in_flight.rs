@@ -394,3 +394,87 @@ fn a_stream_handed_to_a_task_spawned_at_exit_still_sends_its_bytes() {
         );
     });
 }
+
+/// Regression (io_uring): the bytes a stream still had queued when its worker ended were lost
+/// (all but what the socket buffer took at once), where epoll's writes would have left them in
+/// the kernel, which sends them after the close. Here the server's last write is queued and its
+/// worker ends while the client is reading slowly; the client must get every byte.
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn bytes_queued_when_the_worker_ends_reach_a_slow_reader() {
+    use rustix::net::sockopt::{set_socket_recv_buffer_size, set_socket_send_buffer_size};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    guard(|| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        // Small socket buffers: most of what the server has not sent yet is in its reactor.
+        set_socket_recv_buffer_size(&client, 64 * 1024).unwrap();
+        let payload: Vec<u8> = (0..8 << 20).map(|i: u32| (i % 251) as u8).collect();
+        let returned = std::sync::Arc::new(AtomicBool::new(false));
+        let server_returned = returned.clone();
+        let reader = std::thread::spawn(move || {
+            let (mut got, mut buf) = (Vec::new(), vec![0u8; 64 * 1024]);
+            loop {
+                if !returned.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1)); // slow until the server ends
+                }
+                match client.read(&mut buf).unwrap() {
+                    0 => return got,
+                    n => got.extend_from_slice(&buf[..n]),
+                }
+            }
+        });
+        let sent = payload.clone();
+        block_on(async move {
+            let (conn, _) = listener.accept().unwrap();
+            let conn = TcpStream::from_std(conn).unwrap();
+            set_socket_send_buffer_size(&conn, 64 * 1024).unwrap();
+            conn.write_all(&sent).await.unwrap();
+            server_returned.store(true, Ordering::SeqCst);
+        });
+        let got = reader.join().unwrap();
+        assert!(
+            got == payload,
+            "{} of {} bytes arrived",
+            got.len(),
+            payload.len()
+        );
+    });
+}
+
+/// The bound on the above: bytes a peer does not take are given up on (after 2 s, on io_uring)
+/// rather than holding up the end of the worker. What arrives is a prefix of what was written.
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn a_peer_that_never_reads_does_not_hold_up_the_end_of_a_worker() {
+    use rustix::net::sockopt::{set_socket_recv_buffer_size, set_socket_send_buffer_size};
+    guard(|| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        set_socket_recv_buffer_size(&client, 16 * 1024).unwrap();
+        let payload: Vec<u8> = (0..1 << 20).map(|i: u32| (i % 251) as u8).collect();
+        let sent = payload.clone();
+        let written = block_on(async move {
+            let (conn, _) = listener.accept().unwrap();
+            let conn = TcpStream::from_std(conn).unwrap();
+            set_socket_send_buffer_size(&conn, 16 * 1024).unwrap();
+            // Until the socket (on io_uring: the stream's queue) takes no more.
+            let mut written = 0;
+            while let Ok(n) = conn.try_write(&sent[written..]) {
+                written += n;
+            }
+            written
+        });
+        let mut got = Vec::new();
+        client.read_to_end(&mut got).unwrap();
+        assert!(
+            !got.is_empty() && got.len() <= written,
+            "{} of {written}",
+            got.len()
+        );
+        assert!(
+            got == payload[..got.len()],
+            "not a prefix of the bytes written"
+        );
+    });
+}

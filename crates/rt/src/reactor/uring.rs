@@ -17,8 +17,9 @@
 //!   same edge semantics as epoll.
 //! - **Drop**: the slot (and the memory the kernel sees) stays until the last completion of every
 //!   operation on it arrived: receives and polls are cancelled, queued bytes are still sent (as
-//!   `close` would), then the reactor closes the descriptor. Dropping the reactor cancels
-//!   everything and waits for the completions before freeing any buffer.
+//!   `close` would), then the reactor closes the descriptor. Dropping the reactor (its worker
+//!   ends) lets queued sends go on for up to [`LINGER`], then cancels everything and waits for
+//!   the completions before freeing any buffer.
 //! - **Waiting**: `io_uring_enter` with a timespec for the next timer (sub-millisecond), the
 //!   worker's eventfd watched by a multishot poll.
 
@@ -59,6 +60,8 @@ const MAX_HELD: u16 = 16;
 const SCRATCH_SIZE: usize = 16 * 1024;
 /// Bytes a stream may have queued for sending before writes wait.
 const SEND_LIMIT: usize = 256 * 1024;
+/// How long a worker that ends goes on sending the bytes its streams still have queued.
+const LINGER: Duration = Duration::from_secs(2);
 const SQ_ENTRIES: u32 = 1024;
 const CQ_ENTRIES: u32 = 8192;
 
@@ -506,20 +509,6 @@ fn submit_and_wait_for(ring: &IoUring, wait: Duration) -> io::Result<usize> {
     ring.submitter().submit_with_args(1, &args)
 }
 
-/// Sends what the socket buffer takes now, without waiting.
-fn send_now(fd: RawFd, mut bytes: &[u8]) {
-    // SAFETY: called on slots whose descriptor is still open (closed only with the slot).
-    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-    let flags = rustix::net::SendFlags::NOSIGNAL | rustix::net::SendFlags::DONTWAIT;
-    while !bytes.is_empty() {
-        match rustix::net::send(fd, bytes, flags) {
-            Ok(n) if n > 0 => bytes = &bytes[n..],
-            Err(Errno::INTR) => {}
-            _ => return,
-        }
-    }
-}
-
 impl State {
     /// Queues `sqe` for the next submit (submitting now if the queue is full).
     ///
@@ -841,6 +830,20 @@ impl State {
 impl Drop for Reactor {
     fn drop(&mut self) {
         let st = self.state.get_mut();
+        // Bytes still queued go on being sent for up to `LINGER`, as after `close` on epoll,
+        // where the kernel has them and sends them on its own; what the peer has not taken by
+        // then is dropped.
+        let linger_end = Instant::now() + LINGER;
+        while st.sources.iter().any(|(_, slot)| slot.armed(OP_SEND)) {
+            let Some(wait) = linger_end.checked_duration_since(Instant::now()) else {
+                break;
+            };
+            st.start_sends();
+            if entered(submit_and_wait_for(&st.ring, wait)).is_err() {
+                break;
+            }
+            st.complete();
+        }
         // Cancel everything (again each round, in case a completion re-armed something), then
         // wait for every last completion: until then the kernel may still write into the
         // buffer ring or read from a slot's `sending`.
@@ -863,15 +866,6 @@ impl Drop for Reactor {
             // Some operation never completed: `state` is leaked, not dropped, rather than
             // freeing memory the kernel may still use.
             return;
-        }
-        // What was written and not yet sent goes out as it would after `write` and `close` on
-        // epoll: into the socket buffer, as far as it fits.
-        for (_, slot) in st.sources.iter() {
-            if slot.send_error.is_none() {
-                let sent = (slot.sent as usize).min(slot.sending.len());
-                send_now(slot.fd, &slot.sending[sent..]);
-                send_now(slot.fd, &slot.unsent);
-            }
         }
         // SAFETY: not used again; nothing is in flight, so the kernel holds no pointer into the
         // memory freed with it.
