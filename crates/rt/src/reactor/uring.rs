@@ -834,11 +834,9 @@ impl Drop for Reactor {
         // where the kernel has them and sends them on its own; what the peer has not taken by
         // then is dropped.
         let linger_end = Instant::now() + LINGER;
-        while st.sources.iter().any(|(_, slot)| slot.armed(OP_SEND)) {
-            let Some(wait) = linger_end.checked_duration_since(Instant::now()) else {
-                break;
-            };
+        while Instant::now() < linger_end && st.sources.iter().any(|(_, s)| s.armed(OP_SEND)) {
             st.start_sends();
+            let wait = linger_end.saturating_duration_since(Instant::now());
             if entered(submit_and_wait_for(&st.ring, wait)).is_err() {
                 break;
             }
