@@ -123,7 +123,8 @@ struct Slot {
     /// `OP_*`: each is in flight at most once, and the slot is freed when none is. A send's bit
     /// is set when the stream is listed in `State::to_send`, before its entry is made.
     armed: u8,
-    /// `shutdown(Write)` asked for while bytes were queued: done once they are sent.
+    /// `shutdown(Write)` asked for: later writes fail; if bytes were queued, the write side is
+    /// shut down once they are sent.
     shutdown_write: bool,
     kind: Kind,
     /// A cancellation of the receive is on its way.
@@ -445,15 +446,12 @@ impl Reactor {
         let slot = &mut st.sources[token];
         // SAFETY: the slot's descriptor stays open while the owner, who is calling, holds it.
         let fd = unsafe { BorrowedFd::borrow_raw(slot.fd) };
-        let how = match how {
-            Shutdown::Write | Shutdown::Both if slot.queued() > 0 => {
-                slot.shutdown_write = true;
-                if how == Shutdown::Write {
-                    return Ok(());
-                }
-                Shutdown::Read
-            }
-            how => how,
+        // Later writes fail at once, as on epoll; bytes already queued go out first.
+        slot.shutdown_write |= how != Shutdown::Read;
+        let how = match (how, slot.queued() > 0) {
+            (Shutdown::Write, true) => return Ok(()),
+            (Shutdown::Both, true) => Shutdown::Read,
+            (how, _) => how,
         };
         shutdown(fd, how)
     }
