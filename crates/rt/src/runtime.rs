@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::task::{Context, Poll};
 
@@ -60,7 +61,7 @@ impl Builder {
     pub fn build(self) -> io::Result<Runtime> {
         let io_backend = IoBackend::resolve(self.io_backend)?;
         if let Some(n) = self.max_blocking_threads {
-            crate::blocking::MAX_THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
+            crate::blocking::MAX_THREADS.store(n, Ordering::Relaxed);
         }
         let workers = (0..self.workers)
             .map(|_| Shared::new())
@@ -95,6 +96,8 @@ pub(crate) struct RuntimeShared {
     workers: Vec<Arc<Shared>>,
     /// Set (to 1) by [`Handle::stop`].
     stopped: Latch,
+    /// Set while [`Runtime::run`] runs: each worker's inbox and eventfd serve one loop at a time.
+    running: AtomicBool,
     pub(crate) io_backend: IoBackend,
 }
 
@@ -114,6 +117,7 @@ impl RuntimeShared {
             workers,
             io_backend,
             stopped: Latch::new(),
+            running: AtomicBool::new(false),
         })
     }
 }
@@ -137,13 +141,16 @@ impl Runtime {
     ///
     /// # Panics
     /// If a worker thread cannot start, or a worker cannot make its reactor (out of
-    /// descriptors, say): then no worker runs `f`.
+    /// descriptors, say): then no worker runs `f`. If the runtime is running already (`run`
+    /// on another thread, or inside one of its workers).
     pub fn run<F, Fut>(&self, f: F) -> Vec<Fut::Output>
     where
         F: Fn(usize) -> Fut + Sync,
         Fut: Future,
         Fut::Output: Send,
     {
+        let running = self.shared.running.swap(true, Ordering::AcqRel);
+        assert!(!running, "Runtime::run on a runtime already running");
         let cpus: &[usize] = &self.pin_to_cores.then(allowed_cpus).unwrap_or_default();
         let f = &f;
         // Each worker makes its reactor, says whether it could on `ready`, and waits for the
@@ -152,7 +159,7 @@ impl Runtime {
         // for the missing worker forever.
         let (start, (ready_tx, ready)) = (RwLock::new(false), std::sync::mpsc::channel());
         let mut verdict = start.write().unwrap_or_else(PoisonError::into_inner);
-        std::thread::scope(|scope| {
+        let joined: Vec<_> = std::thread::scope(|scope| {
             let workers = self.shared.workers.iter().enumerate();
             let threads: Vec<_> = workers
                 .map(|(index, shared)| {
@@ -174,15 +181,16 @@ impl Runtime {
             let mut answers = ready.iter().take(threads.len());
             *verdict = threads.iter().all(Result::is_ok) && answers.all(|ok| ok);
             drop(verdict);
-            let joined: Vec<_> = threads.into_iter().map(|t| t.map(|t| t.join())).collect();
-            // The first failure in worker order (a worker that did not run `f` is not one).
-            let outputs = joined.into_iter().filter_map(|result| match result {
-                Ok(Ok(output)) => output,
-                Ok(Err(panic)) => std::panic::resume_unwind(panic),
-                Err(e) => panic!("spawning a worker thread: {e}"),
-            });
-            outputs.collect()
-        })
+            threads.into_iter().map(|t| t.map(|t| t.join())).collect()
+        });
+        self.shared.running.store(false, Ordering::Release);
+        // The first failure in worker order (a worker that did not run `f` is not one).
+        let outputs = joined.into_iter().filter_map(|result| match result {
+            Ok(Ok(output)) => output,
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(e) => panic!("spawning a worker thread: {e}"),
+        });
+        outputs.collect()
     }
 
     /// A handle to spawn onto workers and stop them, usable from any thread.

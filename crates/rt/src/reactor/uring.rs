@@ -781,10 +781,10 @@ impl State {
             }
             OP_ACCEPT => {
                 queue_waker(&mut slot.io.reader, &mut self.to_wake);
+                let rare = slot.rare.as_mut().expect("an accept's address buffer");
                 if result >= 0 {
                     // SAFETY: the kernel returned a new descriptor that nothing else owns.
                     let fd = unsafe { OwnedFd::from_raw_fd(result) };
-                    let rare = slot.rare.as_mut().expect("an accept's address buffer");
                     let peer = rare.peer.as_ref().expect("an accept's address buffer");
                     if !dropped {
                         // SAFETY: `peer.addr` is initialized (zeroed, then written by the
@@ -796,9 +796,8 @@ impl State {
                         rare.accepted.push_back(addr.map(|addr| (fd, addr)));
                     }
                 } else if result != -ECANCELED && !dropped {
-                    let error = io::Error::from_raw_os_error(-result);
-                    let rare = slot.rare.get_or_insert_with(Box::default);
-                    rare.accepted.push_back(Err(error));
+                    rare.accepted
+                        .push_back(Err(io::Error::from_raw_os_error(-result)));
                 }
             }
             _ => unreachable!("unknown operation in user_data {data:#x}"),
@@ -858,13 +857,12 @@ impl Drop for Reactor {
             }
             st.complete();
         }
-        if st.in_flight > 0 {
-            // Some operation never completed: `state` is leaked, not dropped, rather than
-            // freeing memory the kernel may still use.
-            return;
+        // If some operation never completed, `state` is leaked, not dropped, rather than
+        // freeing memory the kernel may still use.
+        if st.in_flight == 0 {
+            // SAFETY: not used again; nothing is in flight, so the kernel holds no pointer into
+            // the memory freed with it.
+            unsafe { ManuallyDrop::drop(&mut self.state) };
         }
-        // SAFETY: not used again; nothing is in flight, so the kernel holds no pointer into the
-        // memory freed with it.
-        unsafe { ManuallyDrop::drop(&mut self.state) };
     }
 }
