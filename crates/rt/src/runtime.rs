@@ -92,6 +92,7 @@ pub struct Runtime {
 }
 
 /// What every worker of a runtime shares: each worker's inbox, and the stop signal.
+#[derive(Debug)]
 pub(crate) struct RuntimeShared {
     workers: Vec<Arc<Shared>>,
     /// Set (to 1) by [`Handle::stop`].
@@ -99,16 +100,6 @@ pub(crate) struct RuntimeShared {
     /// Set while [`Runtime::run`] runs: each worker's inbox and eventfd serve one loop at a time.
     running: AtomicBool,
     pub(crate) io_backend: IoBackend,
-}
-
-impl std::fmt::Debug for RuntimeShared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RuntimeShared")
-            .field("workers", &self.workers.len())
-            .field("stopped", &(self.stopped.get() != 0))
-            .field("io_backend", &self.io_backend)
-            .finish()
-    }
 }
 
 impl RuntimeShared {

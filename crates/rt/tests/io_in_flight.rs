@@ -478,3 +478,34 @@ fn a_peer_that_never_reads_does_not_hold_up_the_end_of_a_worker() {
         );
     });
 }
+
+/// Regression (io_uring): a dropped listener shut its socket down (its accept in flight kept the
+/// socket open a loop turn longer, and a dropped listener must refuse connections at once), and
+/// with it every other listener on that socket: one worker's clone of a std listener, dropped,
+/// stopped the others accepting. The last one dropped still closes the socket at once.
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn dropping_one_of_two_listeners_on_one_socket_leaves_the_other_accepting() {
+    use volt_rt::time::timeout;
+    guard(|| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let clone = listener.try_clone().unwrap();
+        block_on(async move {
+            let first = TcpListener::from_std(listener).unwrap();
+            let second = TcpListener::from_std(clone).unwrap();
+            for listener in [&first, &second] {
+                // Leaves an accept in flight (on io_uring).
+                let accepted = timeout(Duration::from_millis(1), listener.accept()).await;
+                assert!(accepted.is_err(), "accepted a connection nobody made");
+            }
+            drop(first);
+            let client = TcpStream::connect(addr).await.unwrap();
+            let (_, peer) = second.accept().await.unwrap();
+            assert_eq!(peer, client.local_addr().unwrap());
+            drop(second);
+            let refused = TcpStream::connect(addr).await.map(drop).unwrap_err();
+            assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+        });
+    });
+}

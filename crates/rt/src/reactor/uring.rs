@@ -272,11 +272,7 @@ impl Reactor {
     pub(crate) fn deregister(&self, token: usize, fd: OwnedFd) {
         let st = &mut *self.state.borrow_mut();
         let slot = &mut st.sources[token];
-        if slot.kind != Kind::Stream {
-            // A listener: its poll or accept holds the socket open until the cancellation is
-            // processed (next loop turn), but a dropped listener must refuse connections now.
-            let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Both);
-        }
+        let listener = slot.kind != Kind::Stream;
         if let Some(rare) = &mut slot.rare {
             rare.accepted.clear();
         }
@@ -291,6 +287,17 @@ impl Reactor {
             }
         }
         st.maybe_close(token);
+        // A listener's poll or accept holds its socket open until cancelled, but a dropped
+        // listener must refuse connections now: the cancellation is waited for here, and the
+        // close queued with its completion submitted. (`shutdown`, which did it before, also
+        // shut the socket for every other listener on it, a clone's.)
+        while listener && st.sources.contains(token) {
+            let _ = submit_and_wait_for(&st.ring, Duration::from_millis(10));
+            st.complete();
+        }
+        if listener {
+            let _ = st.ring.submit();
+        }
         drop(io); // wakers dropped last
     }
 
