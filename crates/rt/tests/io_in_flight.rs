@@ -30,6 +30,29 @@ async fn read_to_end(stream: &TcpStream) -> Vec<u8> {
     out
 }
 
+/// `len` bytes of a pattern that shows a lost or reordered stretch.
+fn pattern(len: u32) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+/// A listener and a client connected to it whose receive buffer is `size` bytes; see
+/// [`accept_small`].
+fn connect_small(size: usize) -> (std::net::TcpListener, std::net::TcpStream) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    rustix::net::sockopt::set_socket_recv_buffer_size(&client, size).unwrap();
+    (listener, client)
+}
+
+/// The server end of [`connect_small`]'s connection on this worker, its send buffer `size`
+/// bytes: most of what it writes and the client has not read stays in the worker's reactor
+/// (on io_uring).
+fn accept_small(listener: std::net::TcpListener, size: usize) -> TcpStream {
+    let conn = TcpStream::from_std(listener.accept().unwrap().0).unwrap();
+    rustix::net::sockopt::set_socket_send_buffer_size(&conn, size).unwrap();
+    conn
+}
+
 /// Echo a few bytes over a fresh pair: the worker still works.
 async fn echo_still_works() {
     let (client, server) = tcp_pair().await;
@@ -71,7 +94,7 @@ fn drop_a_stream_with_a_large_send_in_flight() {
     guard(|| {
         block_on(async {
             let (client, server) = tcp_pair().await;
-            let payload: Vec<u8> = (0..8 << 20).map(|i: u32| (i % 251) as u8).collect();
+            let payload = pattern(8 << 20);
             let expected = payload.clone();
             // The client does not read yet, so the write stalls with bytes in flight; the
             // writer is aborted there and the stream dropped.
@@ -402,14 +425,10 @@ fn a_stream_handed_to_a_task_spawned_at_exit_still_sends_its_bytes() {
 #[test]
 #[cfg_attr(miri, ignore)] // TCP
 fn bytes_queued_when_the_worker_ends_reach_a_slow_reader() {
-    use rustix::net::sockopt::{set_socket_recv_buffer_size, set_socket_send_buffer_size};
     use std::sync::atomic::{AtomicBool, Ordering};
     guard(|| {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        // Small socket buffers: most of what the server has not sent yet is in its reactor.
-        set_socket_recv_buffer_size(&client, 64 * 1024).unwrap();
-        let payload: Vec<u8> = (0..8 << 20).map(|i: u32| (i % 251) as u8).collect();
+        let (listener, mut client) = connect_small(64 * 1024);
+        let payload = pattern(8 << 20);
         let returned = std::sync::Arc::new(AtomicBool::new(false));
         let server_returned = returned.clone();
         let reader = std::thread::spawn(move || {
@@ -426,9 +445,7 @@ fn bytes_queued_when_the_worker_ends_reach_a_slow_reader() {
         });
         let sent = payload.clone();
         block_on(async move {
-            let (conn, _) = listener.accept().unwrap();
-            let conn = TcpStream::from_std(conn).unwrap();
-            set_socket_send_buffer_size(&conn, 64 * 1024).unwrap();
+            let conn = accept_small(listener, 64 * 1024);
             conn.write_all(&sent).await.unwrap();
             server_returned.store(true, Ordering::SeqCst);
         });
@@ -447,17 +464,12 @@ fn bytes_queued_when_the_worker_ends_reach_a_slow_reader() {
 #[test]
 #[cfg_attr(miri, ignore)] // TCP
 fn a_peer_that_never_reads_does_not_hold_up_the_end_of_a_worker() {
-    use rustix::net::sockopt::{set_socket_recv_buffer_size, set_socket_send_buffer_size};
     guard(|| {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        set_socket_recv_buffer_size(&client, 16 * 1024).unwrap();
-        let payload: Vec<u8> = (0..1 << 20).map(|i: u32| (i % 251) as u8).collect();
+        let (listener, mut client) = connect_small(16 * 1024);
+        let payload = pattern(1 << 20);
         let sent = payload.clone();
         let written = block_on(async move {
-            let (conn, _) = listener.accept().unwrap();
-            let conn = TcpStream::from_std(conn).unwrap();
-            set_socket_send_buffer_size(&conn, 16 * 1024).unwrap();
+            let conn = accept_small(listener, 16 * 1024);
             // Until the socket (on io_uring: the stream's queue) takes no more.
             let mut written = 0;
             while let Ok(n) = conn.try_write(&sent[written..]) {
