@@ -56,6 +56,8 @@ pub(crate) struct Shared {
     pub(crate) notifier: crate::reactor::Notifier,
 }
 
+opaque_debug!(Shared);
+
 #[derive(Default)]
 struct Inbox {
     wakes: Vec<TaskId>,

@@ -3,7 +3,8 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::task::{Context, Poll};
 
 use crate::executor::{run_core, with_core, Core, Shared};
@@ -60,7 +61,7 @@ impl Builder {
     pub fn build(self) -> io::Result<Runtime> {
         let io_backend = IoBackend::resolve(self.io_backend)?;
         if let Some(n) = self.max_blocking_threads {
-            crate::blocking::MAX_THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
+            crate::blocking::MAX_THREADS.store(n, Ordering::Relaxed);
         }
         let workers = (0..self.workers)
             .map(|_| Shared::new())
@@ -91,21 +92,14 @@ pub struct Runtime {
 }
 
 /// What every worker of a runtime shares: each worker's inbox, and the stop signal.
+#[derive(Debug)]
 pub(crate) struct RuntimeShared {
     workers: Vec<Arc<Shared>>,
     /// Set (to 1) by [`Handle::stop`].
     stopped: Latch,
+    /// Set while [`Runtime::run`] runs: each worker's inbox and eventfd serve one loop at a time.
+    running: AtomicBool,
     pub(crate) io_backend: IoBackend,
-}
-
-impl std::fmt::Debug for RuntimeShared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RuntimeShared")
-            .field("workers", &self.workers.len())
-            .field("stopped", &(self.stopped.get() != 0))
-            .field("io_backend", &self.io_backend)
-            .finish()
-    }
 }
 
 impl RuntimeShared {
@@ -114,6 +108,7 @@ impl RuntimeShared {
             workers,
             io_backend,
             stopped: Latch::new(),
+            running: AtomicBool::new(false),
         })
     }
 }
@@ -132,40 +127,61 @@ impl Runtime {
 
     /// Runs `f(worker_index)` on every worker and returns each result, in worker order, once all
     /// have finished. When a worker's future finishes, tasks it spawned and did not await are
-    /// dropped. A panic in a worker's main future is resumed here after all workers finished.
+    /// dropped (on io_uring, bytes their streams still had queued get up to 2 s to go out). A
+    /// panic in a worker's main future is resumed here after all workers finished.
+    ///
+    /// # Panics
+    /// If a worker thread cannot start, or a worker cannot make its reactor (out of
+    /// descriptors, say): then no worker runs `f`. If the runtime is running already (`run`
+    /// on another thread, or inside one of its workers).
     pub fn run<F, Fut>(&self, f: F) -> Vec<Fut::Output>
     where
         F: Fn(usize) -> Fut + Sync,
         Fut: Future,
         Fut::Output: Send,
     {
-        let cpus = self.pin_to_cores.then(allowed_cpus).unwrap_or_default();
+        let running = self.shared.running.swap(true, Ordering::AcqRel);
+        assert!(!running, "Runtime::run on a runtime already running");
+        let cpus: &[usize] = &self.pin_to_cores.then(allowed_cpus).unwrap_or_default();
         let f = &f;
-        std::thread::scope(|scope| {
+        // Each worker makes its reactor, says whether it could on `ready`, and waits for the
+        // verdict in `start`, write-locked by this thread until every worker has answered: if
+        // one could not, or its thread did not start, none runs `f`, whose future might wait
+        // for the missing worker forever.
+        let (start, (ready_tx, ready)) = (RwLock::new(false), std::sync::mpsc::channel());
+        let mut verdict = start.write().unwrap_or_else(PoisonError::into_inner);
+        let joined: Vec<_> = std::thread::scope(|scope| {
             let workers = self.shared.workers.iter().enumerate();
             let threads: Vec<_> = workers
                 .map(|(index, shared)| {
-                    let cpu = (!cpus.is_empty()).then(|| cpus[index % cpus.len()]);
-                    let runtime = self.shared.clone();
+                    let (runtime, start, ready_tx) = (self.shared.clone(), &start, &ready_tx);
+                    #[cfg(test)]
+                    tests::fail_spawn(index)?;
                     std::thread::Builder::new()
                         .name(format!("{}-{index}", self.thread_name))
                         .spawn_scoped(scope, move || {
-                            if let Some(cpu) = cpu {
-                                pin_current_thread(cpu);
-                            }
-                            let core = Core::new(index, shared.clone(), runtime)
-                                .expect("creating the worker's reactor");
-                            run_core(core, f(index))
+                            pin_current_thread(cpus, index);
+                            let core = Core::new(index, shared.clone(), runtime);
+                            let _ = ready_tx.send(core.is_ok());
+                            let go = *start.read().unwrap_or_else(PoisonError::into_inner);
+                            let core = core.expect("creating the worker's reactor");
+                            go.then(|| run_core(core, f(index)))
                         })
-                        .expect("spawning a worker thread")
                 })
                 .collect();
-            let results: Vec<_> = threads.into_iter().map(|t| t.join()).collect();
-            results
-                .into_iter()
-                .map(|r| r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
+            let mut answers = ready.iter().take(threads.len());
+            *verdict = threads.iter().all(Result::is_ok) && answers.all(|ok| ok);
+            drop(verdict);
+            threads.into_iter().map(|t| t.map(|t| t.join())).collect()
+        });
+        self.shared.running.store(false, Ordering::Release);
+        // The first failure in worker order (a worker that did not run `f` is not one).
+        let outputs = joined.into_iter().filter_map(|result| match result {
+            Ok(Ok(output)) => output,
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(e) => panic!("spawning a worker thread: {e}"),
+        });
+        outputs.collect()
     }
 
     /// A handle to spawn onto workers and stop them, usable from any thread.
@@ -203,11 +219,14 @@ fn allowed_cpus() -> Vec<usize> {
         .collect()
 }
 
-fn pin_current_thread(cpu: usize) {
-    let mut set = rustix::thread::CpuSet::new();
-    set.set(cpu);
-    // Pinning is an optimisation: if the kernel refuses (a cgroup limit), run unpinned.
-    let _ = rustix::thread::sched_setaffinity(None, &set);
+/// Pins worker `index` to the `index`-th of `cpus` (modulo their number), if any.
+fn pin_current_thread(cpus: &[usize], index: usize) {
+    if let Some(&cpu) = cpus.get(index % cpus.len().max(1)) {
+        let mut set = rustix::thread::CpuSet::new();
+        set.set(cpu);
+        // Pinning is an optimisation: if the kernel refuses (a cgroup limit), run unpinned.
+        let _ = rustix::thread::sched_setaffinity(None, &set);
+    }
 }
 
 /// A cloneable, `Send` handle to a runtime's workers.
@@ -318,5 +337,51 @@ impl Future for Stopped {
 impl Drop for Stopped {
     fn drop(&mut self) {
         self.shared.stopped.forget(self.key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::time::Duration;
+
+    use super::*;
+
+    thread_local! {
+        /// The worker whose thread a `Runtime::run` on this thread is told did not start.
+        static FAIL_SPAWN: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+
+    /// Fails for the worker [`FAIL_SPAWN`] names, as if its thread could not start.
+    pub(super) fn fail_spawn(index: usize) -> io::Result<()> {
+        match FAIL_SPAWN.get() == Some(index) {
+            true => Err(io::Error::other("injected by the test")),
+            false => Ok(()),
+        }
+    }
+
+    /// Regression: worker 0 ran its future, which here waits for a stop nobody sends, and
+    /// `run` waited for it forever instead of reporting that worker 1's thread did not start.
+    #[test]
+    fn a_worker_thread_that_does_not_start_fails_the_run_instead_of_hanging_it() {
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = Runtime::builder().workers(2).build().unwrap();
+            let handle = rt.handle();
+            FAIL_SPAWN.set(Some(1));
+            let ran = catch_unwind(AssertUnwindSafe(|| rt.run(|_| handle.stopped())));
+            FAIL_SPAWN.set(None);
+            let panic = ran.expect_err("the run went on without worker 1");
+            let _ = done_tx.send(panic.downcast_ref::<String>().cloned());
+            // The same runtime runs once its threads start.
+            assert_eq!(rt.run(|i| async move { i }), [0, 1]);
+            let _ = done_tx.send(None);
+        });
+        let msg = done
+            .recv_timeout(Duration::from_secs(120))
+            .expect("run hung");
+        assert!(msg.unwrap().contains("spawning a worker thread"));
+        assert_eq!(done.recv_timeout(Duration::from_secs(120)), Ok(None));
     }
 }

@@ -18,6 +18,7 @@ use crate::lock;
 /// A value set once (non-zero) that futures on any thread wait for: the shutdown signal, and a
 /// runtime's stop. Each waiting future's waker has an entry, removed when the future is dropped
 /// (a server may race one against every connection).
+#[derive(Debug)]
 pub(crate) struct Latch {
     value: AtomicI32,
     /// Only wakers are inserted, refreshed and taken out under the lock.

@@ -30,6 +30,29 @@ async fn read_to_end(stream: &TcpStream) -> Vec<u8> {
     out
 }
 
+/// `len` bytes of a pattern that shows a lost or reordered stretch.
+fn pattern(len: u32) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+/// A listener and a client connected to it whose receive buffer is `size` bytes; see
+/// [`accept_small`].
+fn connect_small(size: usize) -> (std::net::TcpListener, std::net::TcpStream) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    rustix::net::sockopt::set_socket_recv_buffer_size(&client, size).unwrap();
+    (listener, client)
+}
+
+/// The server end of [`connect_small`]'s connection on this worker, its send buffer `size`
+/// bytes: most of what it writes and the client has not read stays in the worker's reactor
+/// (on io_uring).
+fn accept_small(listener: std::net::TcpListener, size: usize) -> TcpStream {
+    let conn = TcpStream::from_std(listener.accept().unwrap().0).unwrap();
+    rustix::net::sockopt::set_socket_send_buffer_size(&conn, size).unwrap();
+    conn
+}
+
 /// Echo a few bytes over a fresh pair: the worker still works.
 async fn echo_still_works() {
     let (client, server) = tcp_pair().await;
@@ -71,7 +94,7 @@ fn drop_a_stream_with_a_large_send_in_flight() {
     guard(|| {
         block_on(async {
             let (client, server) = tcp_pair().await;
-            let payload: Vec<u8> = (0..8 << 20).map(|i: u32| (i % 251) as u8).collect();
+            let payload = pattern(8 << 20);
             let expected = payload.clone();
             // The client does not read yet, so the write stalls with bytes in flight; the
             // writer is aborted there and the stream dropped.
@@ -392,5 +415,109 @@ fn a_stream_handed_to_a_task_spawned_at_exit_still_sends_its_bytes() {
             got.len(),
             payload.len()
         );
+    });
+}
+
+/// Regression (io_uring): the bytes a stream still had queued when its worker ended were lost
+/// (all but what the socket buffer took at once), where epoll's writes would have left them in
+/// the kernel, which sends them after the close. Here the server's last write is queued and its
+/// worker ends while the client is reading slowly; the client must get every byte.
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn bytes_queued_when_the_worker_ends_reach_a_slow_reader() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    guard(|| {
+        let (listener, mut client) = connect_small(64 * 1024);
+        let payload = pattern(8 << 20);
+        let returned = std::sync::Arc::new(AtomicBool::new(false));
+        let server_returned = returned.clone();
+        let reader = std::thread::spawn(move || {
+            let (mut got, mut buf) = (Vec::new(), vec![0u8; 64 * 1024]);
+            loop {
+                if !returned.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1)); // slow until the server ends
+                }
+                match client.read(&mut buf).unwrap() {
+                    0 => return got,
+                    n => got.extend_from_slice(&buf[..n]),
+                }
+            }
+        });
+        let sent = payload.clone();
+        block_on(async move {
+            let conn = accept_small(listener, 64 * 1024);
+            conn.write_all(&sent).await.unwrap();
+            server_returned.store(true, Ordering::SeqCst);
+        });
+        let got = reader.join().unwrap();
+        assert!(
+            got == payload,
+            "{} of {} bytes arrived",
+            got.len(),
+            payload.len()
+        );
+    });
+}
+
+/// The bound on the above: bytes a peer does not take are given up on (after 2 s, on io_uring)
+/// rather than holding up the end of the worker. What arrives is a prefix of what was written.
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn a_peer_that_never_reads_does_not_hold_up_the_end_of_a_worker() {
+    guard(|| {
+        let (listener, mut client) = connect_small(16 * 1024);
+        let payload = pattern(1 << 20);
+        let sent = payload.clone();
+        let written = block_on(async move {
+            let conn = accept_small(listener, 16 * 1024);
+            // Until the socket (on io_uring: the stream's queue) takes no more.
+            let mut written = 0;
+            while let Ok(n) = conn.try_write(&sent[written..]) {
+                written += n;
+            }
+            written
+        });
+        let mut got = Vec::new();
+        client.read_to_end(&mut got).unwrap();
+        assert!(
+            !got.is_empty() && got.len() <= written,
+            "{} of {written}",
+            got.len()
+        );
+        assert!(
+            got == payload[..got.len()],
+            "not a prefix of the bytes written"
+        );
+    });
+}
+
+/// Regression (io_uring): a dropped listener shut its socket down (its accept in flight kept the
+/// socket open a loop turn longer, and a dropped listener must refuse connections at once), and
+/// with it every other listener on that socket: one worker's clone of a std listener, dropped,
+/// stopped the others accepting. The last one dropped still closes the socket at once.
+#[test]
+#[cfg_attr(miri, ignore)] // TCP
+fn dropping_one_of_two_listeners_on_one_socket_leaves_the_other_accepting() {
+    use volt_rt::time::timeout;
+    guard(|| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let clone = listener.try_clone().unwrap();
+        block_on(async move {
+            let first = TcpListener::from_std(listener).unwrap();
+            let second = TcpListener::from_std(clone).unwrap();
+            for listener in [&first, &second] {
+                // Leaves an accept in flight (on io_uring).
+                let accepted = timeout(Duration::from_millis(1), listener.accept()).await;
+                assert!(accepted.is_err(), "accepted a connection nobody made");
+            }
+            drop(first);
+            let client = TcpStream::connect(addr).await.unwrap();
+            let (_, peer) = second.accept().await.unwrap();
+            assert_eq!(peer, client.local_addr().unwrap());
+            drop(second);
+            let refused = TcpStream::connect(addr).await.map(drop).unwrap_err();
+            assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+        });
     });
 }

@@ -242,6 +242,22 @@ fn shutdown_write_gives_the_peer_end_of_stream_and_keeps_reading() {
     });
 }
 
+/// Regression (io_uring): with nothing queued at the shutdown, a later write was taken (queued,
+/// `Ok`) and only a flush or the write after it failed, where epoll's fails at once.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_write_after_shutdown_write_fails_at_once() {
+    guard(|| {
+        block_on(async {
+            let (client, server) = tcp_pair().await;
+            client.shutdown(Shutdown::Write).unwrap();
+            let late = client.write(b"late").await;
+            assert_eq!(late.unwrap_err().kind(), io::ErrorKind::BrokenPipe);
+            assert_eq!(read_to_end(&server).await, b"");
+        });
+    });
+}
+
 #[test]
 #[cfg_attr(miri, ignore)]
 fn try_read_would_block_then_readable() {

@@ -268,3 +268,43 @@ fn run_returns_results_in_worker_order_with_thread_names() {
         assert_eq!(out, expected);
     });
 }
+
+/// Regression: a second `run` of a runtime that was running (from another thread, or inside one
+/// of its workers) gave each worker a second event loop on the same inbox and eventfd, each
+/// taking the other's wakes for its own: here the second loop's send to the first one's main
+/// future woke nothing, and the first `run` hung. Now the second `run` panics.
+#[test]
+fn a_runtime_runs_once_at_a_time() {
+    guard(|| {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let (tx, rx) = volt_rt::channel::<u32>();
+        let (rx, (running_tx, running)) = (Mutex::new(Some(rx)), mpsc::channel());
+        let running_tx = Mutex::new(running_tx);
+        std::thread::scope(|s| {
+            let first = s.spawn(|| {
+                rt.run(|_| {
+                    let mut rx = rx.lock().unwrap().take().unwrap();
+                    let running_tx = running_tx.lock().unwrap().clone();
+                    async move {
+                        let mut recv = std::pin::pin!(rx.recv());
+                        std::future::poll_fn(|cx| {
+                            let poll = recv.as_mut().poll(cx);
+                            let _ = running_tx.send(()); // waiting now
+                            poll
+                        })
+                        .await
+                    }
+                })
+            });
+            running.recv().unwrap();
+            let second = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                rt.run(|_| async { tx.send(7).unwrap() })
+            }));
+            let panic = second.expect_err("a second run ran beside the first");
+            let msg = panic.downcast_ref::<&str>().copied().unwrap_or_default();
+            assert!(msg.contains("already running"), "{msg:?}");
+            tx.send(8).unwrap(); // from a plain thread
+            assert_eq!(first.join().unwrap(), [Some(8)]);
+        });
+    });
+}

@@ -17,8 +17,9 @@
 //!   same edge semantics as epoll.
 //! - **Drop**: the slot (and the memory the kernel sees) stays until the last completion of every
 //!   operation on it arrived: receives and polls are cancelled, queued bytes are still sent (as
-//!   `close` would), then the reactor closes the descriptor. Dropping the reactor cancels
-//!   everything and waits for the completions before freeing any buffer.
+//!   `close` would), then the reactor closes the descriptor. Dropping the reactor (its worker
+//!   ends) lets queued sends go on for up to [`LINGER`], then cancels everything and waits for
+//!   the completions before freeing any buffer.
 //! - **Waiting**: `io_uring_enter` with a timespec for the next timer (sub-millisecond), the
 //!   worker's eventfd watched by a multishot poll.
 
@@ -59,6 +60,8 @@ const MAX_HELD: u16 = 16;
 const SCRATCH_SIZE: usize = 16 * 1024;
 /// Bytes a stream may have queued for sending before writes wait.
 const SEND_LIMIT: usize = 256 * 1024;
+/// How long a worker that ends goes on sending the bytes its streams still have queued.
+const LINGER: Duration = Duration::from_secs(2);
 const SQ_ENTRIES: u32 = 1024;
 const CQ_ENTRIES: u32 = 8192;
 
@@ -120,7 +123,8 @@ struct Slot {
     /// `OP_*`: each is in flight at most once, and the slot is freed when none is. A send's bit
     /// is set when the stream is listed in `State::to_send`, before its entry is made.
     armed: u8,
-    /// `shutdown(Write)` asked for while bytes were queued: done once they are sent.
+    /// `shutdown(Write)` asked for: later writes fail; if bytes were queued, the write side is
+    /// shut down once they are sent.
     shutdown_write: bool,
     kind: Kind,
     /// A cancellation of the receive is on its way.
@@ -268,11 +272,7 @@ impl Reactor {
     pub(crate) fn deregister(&self, token: usize, fd: OwnedFd) {
         let st = &mut *self.state.borrow_mut();
         let slot = &mut st.sources[token];
-        if slot.kind != Kind::Stream {
-            // A listener: its poll or accept holds the socket open until the cancellation is
-            // processed (next loop turn), but a dropped listener must refuse connections now.
-            let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Both);
-        }
+        let listener = slot.kind != Kind::Stream;
         if let Some(rare) = &mut slot.rare {
             rare.accepted.clear();
         }
@@ -287,6 +287,17 @@ impl Reactor {
             }
         }
         st.maybe_close(token);
+        // A listener's poll or accept holds its socket open until cancelled, but a dropped
+        // listener must refuse connections now: the cancellation is waited for here, and the
+        // close queued with its completion submitted. (`shutdown`, which did it before, also
+        // shut the socket for every other listener on it, a clone's.)
+        while listener && st.sources.contains(token) {
+            let _ = submit_and_wait_for(&st.ring, Duration::from_millis(10));
+            st.complete();
+        }
+        if listener {
+            let _ = st.ring.submit();
+        }
         drop(io); // wakers dropped last
     }
 
@@ -442,15 +453,12 @@ impl Reactor {
         let slot = &mut st.sources[token];
         // SAFETY: the slot's descriptor stays open while the owner, who is calling, holds it.
         let fd = unsafe { BorrowedFd::borrow_raw(slot.fd) };
-        let how = match how {
-            Shutdown::Write | Shutdown::Both if slot.queued() > 0 => {
-                slot.shutdown_write = true;
-                if how == Shutdown::Write {
-                    return Ok(());
-                }
-                Shutdown::Read
-            }
-            how => how,
+        // Later writes fail at once, as on epoll; bytes already queued go out first.
+        slot.shutdown_write |= how != Shutdown::Read;
+        let how = match (how, slot.queued() > 0) {
+            (Shutdown::Write, true) => return Ok(()),
+            (Shutdown::Both, true) => Shutdown::Read,
+            (how, _) => how,
         };
         shutdown(fd, how)
     }
@@ -504,20 +512,6 @@ fn submit_and_wait_for(ring: &IoUring, wait: Duration) -> io::Result<usize> {
     let ts = types::Timespec::from(wait);
     let args = types::SubmitArgs::new().timespec(&ts);
     ring.submitter().submit_with_args(1, &args)
-}
-
-/// Sends what the socket buffer takes now, without waiting.
-fn send_now(fd: RawFd, mut bytes: &[u8]) {
-    // SAFETY: called on slots whose descriptor is still open (closed only with the slot).
-    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-    let flags = rustix::net::SendFlags::NOSIGNAL | rustix::net::SendFlags::DONTWAIT;
-    while !bytes.is_empty() {
-        match rustix::net::send(fd, bytes, flags) {
-            Ok(n) if n > 0 => bytes = &bytes[n..],
-            Err(Errno::INTR) => {}
-            _ => return,
-        }
-    }
 }
 
 impl State {
@@ -794,10 +788,10 @@ impl State {
             }
             OP_ACCEPT => {
                 queue_waker(&mut slot.io.reader, &mut self.to_wake);
+                let rare = slot.rare.as_mut().expect("an accept's address buffer");
                 if result >= 0 {
                     // SAFETY: the kernel returned a new descriptor that nothing else owns.
                     let fd = unsafe { OwnedFd::from_raw_fd(result) };
-                    let rare = slot.rare.as_mut().expect("an accept's address buffer");
                     let peer = rare.peer.as_ref().expect("an accept's address buffer");
                     if !dropped {
                         // SAFETY: `peer.addr` is initialized (zeroed, then written by the
@@ -809,9 +803,8 @@ impl State {
                         rare.accepted.push_back(addr.map(|addr| (fd, addr)));
                     }
                 } else if result != -ECANCELED && !dropped {
-                    let error = io::Error::from_raw_os_error(-result);
-                    let rare = slot.rare.get_or_insert_with(Box::default);
-                    rare.accepted.push_back(Err(error));
+                    rare.accepted
+                        .push_back(Err(io::Error::from_raw_os_error(-result)));
                 }
             }
             _ => unreachable!("unknown operation in user_data {data:#x}"),
@@ -841,6 +834,18 @@ impl State {
 impl Drop for Reactor {
     fn drop(&mut self) {
         let st = self.state.get_mut();
+        // Bytes still queued go on being sent for up to `LINGER`, as after `close` on epoll,
+        // where the kernel has them and sends them on its own; what the peer has not taken by
+        // then is dropped.
+        let linger_end = Instant::now() + LINGER;
+        while Instant::now() < linger_end && st.sources.iter().any(|(_, s)| s.armed(OP_SEND)) {
+            st.start_sends();
+            let wait = linger_end.saturating_duration_since(Instant::now());
+            if entered(submit_and_wait_for(&st.ring, wait)).is_err() {
+                break;
+            }
+            st.complete();
+        }
         // Cancel everything (again each round, in case a completion re-armed something), then
         // wait for every last completion: until then the kernel may still write into the
         // buffer ring or read from a slot's `sending`.
@@ -859,22 +864,12 @@ impl Drop for Reactor {
             }
             st.complete();
         }
-        if st.in_flight > 0 {
-            // Some operation never completed: `state` is leaked, not dropped, rather than
-            // freeing memory the kernel may still use.
-            return;
+        // If some operation never completed, `state` is leaked, not dropped, rather than
+        // freeing memory the kernel may still use.
+        if st.in_flight == 0 {
+            // SAFETY: not used again; nothing is in flight, so the kernel holds no pointer into
+            // the memory freed with it.
+            unsafe { ManuallyDrop::drop(&mut self.state) };
         }
-        // What was written and not yet sent goes out as it would after `write` and `close` on
-        // epoll: into the socket buffer, as far as it fits.
-        for (_, slot) in st.sources.iter() {
-            if slot.send_error.is_none() {
-                let sent = (slot.sent as usize).min(slot.sending.len());
-                send_now(slot.fd, &slot.sending[sent..]);
-                send_now(slot.fd, &slot.unsent);
-            }
-        }
-        // SAFETY: not used again; nothing is in flight, so the kernel holds no pointer into the
-        // memory freed with it.
-        unsafe { ManuallyDrop::drop(&mut self.state) };
     }
 }
