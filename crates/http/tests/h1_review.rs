@@ -128,3 +128,31 @@ fn bad_byte_in_an_unfinished_method_is_400_at_once() {
     }
     server.shutdown();
 }
+
+/// `Expect: 100-continue` whose body came anyway, with the head: the client did not wait for
+/// the 100, so the body is there to skip and the connection goes on (it was closed, as if the
+/// client were still waiting for the 100 and might never send the body). With no body sent
+/// yet, it still closes: `expect_continue_is_not_sent_when_the_handler_ignores_the_body`.
+#[test]
+fn expect_continue_with_the_body_already_sent_keeps_the_connection() {
+    let server = patient_server();
+    let mut c = send_in_parts(
+        &server,
+        &[b"POST /ignore HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nhello\
+            GET / HTTP/1.1\r\nHost: t\r\n\r\n"],
+    );
+    assert_eq!(
+        c.read_response().text(),
+        text_response("200 OK", "", "ignored")
+    );
+    assert_eq!(c.read_response().text(), text_response("200 OK", "", "hi"));
+    // The same with a chunked body, part of it sent with the head and the rest after.
+    c.send(b"POST /ignore HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel");
+    assert_eq!(
+        c.read_response().text(),
+        text_response("200 OK", "", "ignored")
+    );
+    c.send(b"lo\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.read_response().text(), text_response("200 OK", "", "hi"));
+    server.shutdown();
+}
