@@ -156,3 +156,38 @@ fn expect_continue_with_the_body_already_sent_keeps_the_connection() {
     assert_eq!(c.read_response().text(), text_response("200 OK", "", "hi"));
     server.shutdown();
 }
+
+/// RFC 9112 §3.2: a `Host` value that is not `uri-host [":" port]` gets a 400. A port that is
+/// not digits (`t:abc`), a second colon or stray brackets were taken: only the value's bytes
+/// were checked, not its form.
+#[test]
+fn host_with_a_malformed_port_is_400() {
+    let server = patient_server();
+    for host in ["t:abc", "t:80:80", "[::1]x", "t]", "::1"] {
+        let request = format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        let mut c = send_in_parts(&server, &[request.as_bytes()]);
+        assert_eq!(
+            c.read_response().text(),
+            bad_request("invalid Host value"),
+            "{host}"
+        );
+        c.expect_closed();
+    }
+    for host in [
+        "t",
+        "t:",
+        "t:8080",
+        "127.0.0.1:80",
+        "[::1]:80",
+        "T-1.example",
+    ] {
+        let request = format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        let mut c = send_in_parts(&server, &[request.as_bytes()]);
+        assert_eq!(
+            c.read_response().text(),
+            text_response("200 OK", "", "hi"),
+            "{host}"
+        );
+    }
+    server.shutdown();
+}
