@@ -45,6 +45,18 @@ fn send_in_parts(server: &TestServer, parts: &[&[u8]]) -> Client {
     c
 }
 
+/// [`send_in_parts`] with `request` split in two at `at`.
+fn send_split(server: &TestServer, request: &[u8], at: usize) -> Client {
+    let (a, b) = request.split_at(at);
+    send_in_parts(server, &[a, b])
+}
+
+/// Sends a GET with `Host: {host}`.
+fn get_with_host(server: &TestServer, host: &str) -> Client {
+    let request = format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n");
+    send_in_parts(server, &[request.as_bytes()])
+}
+
 fn bad_request(message: &str) -> String {
     error_close("400 Bad Request", message)
 }
@@ -58,8 +70,7 @@ fn malformed_http1_first_line_is_400_however_split() {
     let request: &[u8] = b"OPTION S * HTTP/1.1\r\nHost: t\r\n\r\n";
     let server = patient_server();
     for at in [0, 7, 9, 12, request.len() - 1] {
-        let (a, b) = request.split_at(at);
-        let mut c = send_in_parts(&server, &[a, b]);
+        let mut c = send_split(&server, request, at);
         let got = c.read_response().text();
         assert_eq!(got, bad_request("malformed HTTP version"), "split at {at}");
         c.expect_closed();
@@ -74,8 +85,7 @@ fn first_line_that_is_not_http1_is_closed_silently_however_split() {
     let request: &[u8] = b"INVALID CONNECTION PREFACE\r\n\r\n";
     let server = patient_server();
     for at in [0, 3, 8, 15, request.len() - 2] {
-        let (a, b) = request.split_at(at);
-        let mut c = send_in_parts(&server, &[a, b]);
+        let mut c = send_split(&server, request, at);
         let (got, _) = c.read_to_close();
         assert_eq!(String::from_utf8_lossy(&got), "", "split at {at}");
     }
@@ -164,8 +174,7 @@ fn expect_continue_with_the_body_already_sent_keeps_the_connection() {
 fn host_with_a_malformed_port_is_400() {
     let server = patient_server();
     for host in ["t:abc", "t:80:80", "[::1]x", "t]", "::1"] {
-        let request = format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n");
-        let mut c = send_in_parts(&server, &[request.as_bytes()]);
+        let mut c = get_with_host(&server, host);
         assert_eq!(
             c.read_response().text(),
             bad_request("invalid Host value"),
@@ -181,8 +190,7 @@ fn host_with_a_malformed_port_is_400() {
         "[::1]:80",
         "T-1.example",
     ] {
-        let request = format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n");
-        let mut c = send_in_parts(&server, &[request.as_bytes()]);
+        let mut c = get_with_host(&server, host);
         assert_eq!(
             c.read_response().text(),
             text_response("200 OK", "", "hi"),
