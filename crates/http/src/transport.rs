@@ -6,6 +6,7 @@
 
 use std::cell::RefCell;
 use std::io;
+use std::net::Shutdown;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -49,6 +50,15 @@ impl Transport {
         let _ = match self {
             Transport::Tcp(s) => s.set_linger(reset),
             Transport::Tls(s) => s.borrow().get_ref().0.set_linger(reset),
+            Transport::HandedOver => Ok(()),
+        };
+    }
+
+    /// Shuts the read side: every read from now on sees the end of the stream.
+    pub(crate) fn shut_reads(&self) {
+        let _ = match self {
+            Transport::Tcp(s) => s.shutdown(Shutdown::Read),
+            Transport::Tls(s) => s.borrow().get_ref().0.shutdown(Shutdown::Read),
             Transport::HandedOver => Ok(()),
         };
     }

@@ -168,11 +168,26 @@ pub(crate) fn spill_slots(max_headers: usize, bytes: &[u8]) -> usize {
     max_headers.min(bytes.len() / 3 + 1)
 }
 
-/// `Host` is `uri-host [":" port]`, possibly empty (RFC 9112 §3.2).
+/// `Host` is `uri-host [":" port]`, possibly empty (RFC 9112 §3.2): a name or IPv4 address
+/// (RFC 3986's reg-name bytes), or an IP literal in brackets, then a port of digits.
 pub(crate) fn is_valid_host(value: &[u8]) -> bool {
-    // Branch-free: a Host value is short and almost always valid, so one test at the end
-    // beats one per byte.
-    value.iter().fold(true, |ok, &b| ok & HOST[b as usize])
+    let (host, port) = match value {
+        [b'[', rest @ ..] => match rest.iter().position(|&b| b == b']') {
+            Some(end) => (&rest[..end], &rest[end + 1..]),
+            None => return false,
+        },
+        _ => value.split_at(value.iter().position(|&b| b == b':').unwrap_or(value.len())),
+    };
+    // A colon only inside brackets: outside, the split above put the first one in the port.
+    let host_ok = host
+        .iter()
+        .all(|&b| HOST[b as usize] && b != b'[' && b != b']');
+    let port_ok = match port {
+        [] => true,
+        [b':', digits @ ..] => digits.iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    host_ok && port_ok
 }
 
 /// The transfer codings of every `Transfer-Encoding` line, in order.
@@ -609,5 +624,19 @@ mod tests {
         assert!(!is_valid_host(b"a b"));
         assert!(!is_valid_host(b"user@host"));
         assert!(!is_valid_host(b"host/path"));
+        // The port is digits, after a name or after an IP literal.
+        assert!(is_valid_host(b"example.com:"));
+        assert!(is_valid_host(b"[v1.x]"));
+        for bad in [
+            &b"a:b"[..],
+            b"a:1:2",
+            b"[::1]x",
+            b"[::1",
+            b"::1",
+            b"a]:80",
+            b"[[::1]",
+        ] {
+            assert!(!is_valid_host(bad), "{:?}", bad.escape_ascii());
+        }
     }
 }

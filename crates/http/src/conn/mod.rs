@@ -332,14 +332,23 @@ fn answer_each<'a, S: Service>(
                     false => Next::Http2,
                 });
             }
-            io.h2_possible.set(false);
-            let parsed = &mut unique(parts).parsed;
-            let parsed = volt_proto::parse_request_into(&buf, &io.worker.limits, parsed);
-            // Neither HTTP/1 nor the HTTP/2 preface (say, a broken HTTP/2 client): an HTTP/1
-            // error response would only be garbage to it, so just close (RFC 9113 §3.4).
-            if fresh && matches!(parsed, Err(ParseError::InvalidVersion)) && !looks_like_http1(&buf)
-            {
-                return Step::Done(Next::Close);
+            let limits = &io.worker.limits;
+            let mut parsed =
+                volt_proto::parse_request_into(&buf, limits, &mut unique(parts).parsed);
+            // Until the first request is complete, the connection may still turn out to be a
+            // client that is not HTTP/1 at all (reads split its first line anywhere).
+            if fresh {
+                match parsed {
+                    Ok(true) => io.h2_possible.set(false),
+                    Err(ParseError::InvalidVersion) => match first_line(&buf, limits) {
+                        FirstLine::Http1 => {}
+                        // An HTTP/1 error response would only be garbage to it (say, a broken
+                        // HTTP/2 client), so just close (RFC 9113 §3.4).
+                        FirstLine::Other => return Step::Done(Next::Close),
+                        FirstLine::Unfinished => parsed = Ok(false),
+                    },
+                    _ => {}
+                }
             }
             parsed
         };
@@ -478,12 +487,34 @@ fn poll_by_conn<T>(answering: &Answering, poll: impl FnOnce() -> T) -> T {
     polled
 }
 
-/// Whether a first line whose version did not parse still reads as an HTTP/1 request line:
-/// its target has an HTTP/1 form (origin `/...`, asterisk, absolute `scheme://...`).
-fn looks_like_http1(buf: &[u8]) -> bool {
-    let line = buf.split(|&b| b == b'\n').next().unwrap_or(buf);
+/// What a connection's first line, whose version did not parse, is.
+enum FirstLine {
+    /// An HTTP/1 request line, malformed: its target has an HTTP/1 form (origin `/...`,
+    /// asterisk, absolute `scheme://...`) or it ends in an HTTP/1 version.
+    Http1,
+    /// Not HTTP/1.
+    Other,
+    /// Not ended yet (and not longer than a request target may be): the rest decides.
+    Unfinished,
+}
+
+fn first_line(buf: &[u8], limits: &volt_proto::Limits) -> FirstLine {
+    let end = buf.iter().position(|&b| b == b'\n');
+    if end.is_none() && buf.len() <= limits.max_uri_len {
+        return FirstLine::Unfinished;
+    }
+    let line = &buf[..end.unwrap_or(buf.len())];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
     let target = line.split(|&b| b == b' ').nth(1).unwrap_or(b"");
-    target.starts_with(b"/") || target == b"*" || target.windows(3).any(|w| w == b"://")
+    let version = line.rsplit(|&b| b == b' ').next().unwrap_or(b"");
+    let http1 = target.starts_with(b"/")
+        || target == b"*"
+        || target.windows(3).any(|w| w == b"://")
+        || version.starts_with(b"HTTP/1.");
+    match http1 {
+        true => FirstLine::Http1,
+        false => FirstLine::Other,
+    }
 }
 
 enum ReadError {
@@ -792,16 +823,17 @@ impl ConnIo {
     }
 
     /// Whether the read buffer may hold something to act on: anything, unless the last parse
-    /// found an unfinished head of `unfinished` bytes; then only bytes with a LF (a line, maybe
-    /// the head, ended), or enough of them to break a size limit (431, or 414 while the request
-    /// line is still open).
+    /// found an unfinished head of `unfinished` bytes; then only bytes that may end it or break
+    /// a rule ([`volt_proto::unfinished_head_may_change`]: a LF, a control byte, a bad method
+    /// byte), or enough of them to break a size limit (431, or 414 while the request line is
+    /// still open).
     fn worth_parsing(&self, unfinished: usize) -> bool {
         let buf = self.read_buf.borrow();
         if unfinished == 0 || unfinished > buf.len() {
             return !buf.is_empty();
         }
         let limits = &self.worker.limits;
-        buf[unfinished..].contains(&b'\n')
+        volt_proto::unfinished_head_may_change(&buf, unfinished)
             || buf.len() > limits.max_head_bytes
             || (buf.len() > limits.max_uri_len && !buf[..unfinished].contains(&b'\n'))
     }

@@ -140,14 +140,16 @@ impl BodyReader {
     }
 
     /// Whether what the handler left of the body can be read and discarded after the response
-    /// so the connection goes on: not after a failure, not while a `100 Continue` is owed (the
-    /// client may or may not send the body), not when more than `max` bytes of a declared
-    /// length are left.
+    /// so the connection goes on: not after a failure, not while the client waits for a
+    /// `100 Continue` (it may or may not send the body after the final answer, RFC 9110
+    /// §10.1.1), not when more than `max` bytes of a declared length are left. A client that
+    /// sent body bytes already does not wait: its body is there to skip.
     pub(super) fn skippable(&self, declared: Option<u64>, max: u64) -> bool {
         let state = self.state.borrow();
+        let waiting = state.continue_pending && self.io.read_buf.borrow().is_empty();
         !state.failed
             && (state.decoder.is_done()
-                || (!state.continue_pending && declared.is_none_or(|n| n - state.received <= max)))
+                || (!waiting && declared.is_none_or(|n| n - state.received <= max)))
     }
 
     /// Marks the connection's task as the one polling the handler (`true`), until `false`.

@@ -189,7 +189,7 @@ impl ConnIo {
             }
         };
         if !result {
-            self.writable.set(false);
+            self.write_failed();
         }
         Poll::Ready(result)
     }
@@ -213,10 +213,19 @@ impl ConnIo {
             let ok = ready!(Pin::new(&mut write).poll(cx)).unwrap_or(false);
             self.writing.set(false);
             if !ok {
-                self.writable.set(false);
+                self.write_failed();
             }
             Poll::Ready(ok)
         })
+    }
+
+    /// A write failed or timed out: the connection is finished. The socket closes once the last
+    /// holder of the connection lets go, and a request body read in a task the handler spawned
+    /// is one: its reads end now (they see the end of the stream), or it held the socket open
+    /// until its own timeout.
+    fn write_failed(&self) {
+        self.writable.set(false);
+        self.stream.shut_reads();
     }
 
     /// Streams a response body, ending a chunked one with `trailers`; false if the connection

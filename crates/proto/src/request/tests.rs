@@ -350,3 +350,48 @@ fn rare_fields_take_every_rule() {
         }
     }
 }
+
+/// What may change the answer for an unfinished head, and what may not (a bare CR, a control
+/// byte or a bad method byte may break a rule before the line ends; see
+/// `unfinished_head_may_change`).
+#[test]
+fn new_bytes_that_may_change_an_unfinished_head() {
+    let may_change =
+        |old: &[u8], new: &[u8]| unfinished_head_may_change(&[old, new].concat(), old.len());
+    // A line ends (or may): the head may be complete.
+    assert!(may_change(b"GET / HTTP/1.1", b"\r\n"));
+    assert!(may_change(b"GET / HTTP/1.1\r", b"\n"));
+    // A rule is broken: the answer is an error already.
+    for (old, new) in [
+        (&b"GET / HTTP/1.1\r"[..], &b"X"[..]),
+        (b"GET / HTTP/1.1\r\nX-A: ", b"a\x00"),
+        (b"GET /a", b"\x7f"),
+        (b"G", b"(ET / HTTP/1.1"),
+        (b"GE", b"T\xc3 /"),
+    ] {
+        assert!(
+            may_change(old, new),
+            "{:?} then {:?}",
+            old.escape_ascii(),
+            new.escape_ascii()
+        );
+        assert!(parse_request(&[old, new].concat(), &Limits::default()).is_err());
+    }
+    for (old, new) in [
+        (&b"G"[..], &b"ET / HTTP/1.1"[..]),
+        (b"GET", b" /a(b)?c=\xc3\xa9"),
+        (b"GET /a", b"(b) HTTP/1.1"),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nX-A: ", b"a\tb (c) \xff"),
+    ] {
+        assert!(
+            !may_change(old, new),
+            "{:?} then {:?}",
+            old.escape_ascii(),
+            new.escape_ascii()
+        );
+        assert_eq!(
+            parse_request(&[old, new].concat(), &Limits::default()),
+            Ok(None)
+        );
+    }
+}
