@@ -11,18 +11,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use common::{error_close, text_response, Client};
-use volt_http::{any, Config, Request, Response, Router};
-
-/// Echoes the body it reads (so a bad chunk answers 400); `/ignore` reads none.
-fn app() -> Router {
-    Router::new()
-        .route(
-            "/",
-            any(|mut req: Request| async move { req.bytes().await.map(Response::text) }),
-        )
-        .route("/ignore", any(|_req| async { Response::text("ignored") }))
-}
+use common::{echo_app as app, error_close, text_response, Client, RawResponse};
+use volt_http::Config;
 
 /// A body limit of 1 KiB; the linger bounds far above what a test needs, so that only the
 /// client ends a lingering close, however slow the machine.
@@ -45,6 +35,14 @@ fn upload(c: &Client, head: &[u8], len: usize) -> thread::JoinHandle<io::Result<
     thread::spawn(move || writer.write_all(&bytes))
 }
 
+/// Sends `head` and 16 MiB behind it (see [`upload`]), checks that all of it went through, and
+/// reads the answer.
+fn answer_to_upload(c: &mut Client, head: &[u8]) -> RawResponse {
+    let uploaded = upload(c, head, 16 << 20).join().unwrap();
+    assert!(uploaded.is_ok(), "the upload failed: {uploaded:?}");
+    c.read_response()
+}
+
 /// Reads until the server's end of the connection: it must be a clean end (FIN), with nothing
 /// more before it.
 fn expect_clean_end(c: &mut Client) {
@@ -62,10 +60,8 @@ fn a_413_reaches_a_client_still_uploading() {
     let server = common::start_with(1, config(), app());
     let mut c = server.connect();
     let head = b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100000000\r\n\r\n";
-    let uploaded = upload(&c, head, 16 << 20).join().unwrap();
-    assert!(uploaded.is_ok(), "the upload failed: {uploaded:?}");
     assert_eq!(
-        c.read_response().text(),
+        answer_to_upload(&mut c, head).text(),
         error_close(
             "413 Payload Too Large",
             "request body of 100000000 bytes is over the limit of 1024"
@@ -85,10 +81,8 @@ fn a_400_for_a_bad_chunk_reaches_a_client_still_uploading() {
     let mut c = server.connect();
     let head =
         b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n";
-    let uploaded = upload(&c, head, 16 << 20).join().unwrap();
-    assert!(uploaded.is_ok(), "the upload failed: {uploaded:?}");
     assert_eq!(
-        c.read_response().text(),
+        answer_to_upload(&mut c, head).text(),
         error_close("400 Bad Request", "invalid chunk size")
     );
     expect_clean_end(&mut c);
@@ -107,10 +101,8 @@ fn an_ignored_body_too_large_to_skip_is_lingered_over() {
     let server = common::start_with(1, config, app());
     let mut c = server.connect();
     let head = b"POST /ignore HTTP/1.1\r\nHost: t\r\nContent-Length: 10000000\r\n\r\n";
-    let uploaded = upload(&c, head, 16 << 20).join().unwrap();
-    assert!(uploaded.is_ok(), "the upload failed: {uploaded:?}");
     assert_eq!(
-        c.read_response().text(),
+        answer_to_upload(&mut c, head).text(),
         "HTTP/1.1 200 OK\r\nServer: volt\r\nDate: <date>\r\nContent-Type: text/plain\r\n\
          content-length: 7\r\nConnection: close\r\n\r\nignored"
     );
