@@ -45,6 +45,16 @@ pub struct Config {
     /// Unread request body the server will read and discard after a response to keep the
     /// connection; a larger remainder closes it. Default 64 KiB.
     pub max_drain_bytes: u64,
+    /// A connection that closes while the client may still be sending (after an error answer
+    /// such as 400 or 413, or with a request body left unread) shuts its write side after the
+    /// answer, then reads and discards what arrives for up to this long before it closes, or
+    /// until the client closes: closing with bytes unread would send a reset, which fails a
+    /// client's upload and can destroy the answer before the client reads it (RFC 9112 §9.6).
+    /// Default 2 s.
+    pub linger_timeout: Duration,
+    /// The most a lingering close (see [`Config::linger_timeout`]) reads and discards before
+    /// it closes anyway. Default 4 MiB.
+    pub max_linger_bytes: u64,
     /// How long graceful shutdown waits for in-flight requests. Default 30 s.
     pub shutdown_timeout: Duration,
     /// The `Server` header value; `None` sends no `Server` header. Default `volt`.
@@ -92,6 +102,8 @@ impl Default for Config {
             max_connections_per_worker: 10_000,
             defer_accept: Some(Duration::from_secs(1)),
             max_drain_bytes: 64 * 1024,
+            linger_timeout: Duration::from_secs(2),
+            max_linger_bytes: 4 * 1024 * 1024,
             shutdown_timeout: Duration::from_secs(30),
             server_name: Some("volt".into()),
             h2_max_concurrent_streams: 256,
@@ -115,6 +127,7 @@ impl Config {
             &mut self.idle_timeout,
             &mut self.body_read_timeout,
             &mut self.write_timeout,
+            &mut self.linger_timeout,
             &mut self.shutdown_timeout,
         ] {
             *t = (*t).min(NEVER);

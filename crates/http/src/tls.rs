@@ -232,7 +232,6 @@ pub(crate) async fn serve<S: Service>(
     } else {
         let io = crate::conn::new_conn(Transport::tls(stream), remote, worker.clone());
         worker.track_idle(slot, &io);
-        crate::conn::serve(io.clone(), service, None).await;
-        io.close().await;
+        crate::conn::serve(io, service, None).await;
     }
 }

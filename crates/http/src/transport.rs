@@ -124,21 +124,28 @@ impl Transport {
         }
     }
 
-    /// Ends a TLS session with its `close_notify` alert, so the client can tell the end of the
-    /// connection from a truncation (RFC 8446 §6.1); then shuts the socket's write side.
-    pub(crate) fn poll_close(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    /// Shuts the write side, over TLS after ending the session with its `close_notify` alert,
+    /// so the client can tell the end of the connection from a truncation (RFC 8446 §6.1). On
+    /// io_uring the shutdown waits for the bytes still queued.
+    pub(crate) fn poll_shutdown(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
+            Transport::Tcp(s) => Poll::Ready(s.shutdown(Shutdown::Write)),
             Transport::Tls(s) => Pin::new(&mut **s.borrow_mut()).poll_shutdown(cx),
-            Transport::Tcp(_) | Transport::HandedOver => Poll::Ready(Ok(())),
+            Transport::HandedOver => Poll::Ready(Ok(())),
         }
     }
 
-    /// Shuts the write side (after sending what TLS holds, and its `close_notify`).
-    pub(crate) fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    /// Reads into the spare capacity of `buf` from the socket itself, past TLS: for what a
+    /// client sends after the close, which is only discarded (and not worth decrypting).
+    pub(crate) fn poll_read_raw(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<io::Result<usize>> {
         match self {
-            Transport::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-            Transport::Tls(s) => Pin::new(&mut **s.get_mut()).poll_shutdown(cx),
-            Transport::HandedOver => Poll::Ready(Ok(())),
+            Transport::Tcp(s) => s.poll_read_bytes(cx, buf),
+            Transport::Tls(s) => s.borrow().get_ref().0.poll_read_bytes(cx, buf),
+            Transport::HandedOver => Poll::Ready(Ok(0)),
         }
     }
 

@@ -3,18 +3,8 @@
 
 mod common;
 
-use common::{error_close, text_response, TestServer};
-use volt_http::{any, Config, Request, Response, Router};
-
-/// Echoes the body it reads, so body framing errors surface as the handler's `?` error.
-fn app() -> Router {
-    Router::new()
-        .route(
-            "/",
-            any(|mut req: Request| async move { req.bytes().await.map(Response::text) }),
-        )
-        .route("/ignore", any(|_req| async { Response::text("ignored") }))
-}
+use common::{echo_app as app, error_close, text_response, TestServer};
+use volt_http::Config;
 
 fn small_limits() -> Config {
     Config {

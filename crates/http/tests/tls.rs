@@ -323,3 +323,34 @@ fn shutdown_closes_a_connection_in_its_handshake() {
     assert!(rest.len() < 64, "expected a close, got {rest:?}");
     server.join().expect("serve returned Ok");
 }
+
+/// A 413 over TLS to a client uploading 16 MiB behind the head: the server ends the session
+/// with `close_notify`, then reads and discards the upload (lingering close), so the upload
+/// goes through and the answer is read whole. Before lingering, the close with the upload
+/// unread was a reset, and the client's writes failed.
+#[test]
+fn a_413_over_tls_reaches_a_client_still_uploading() {
+    let certs = certs();
+    let config = Config {
+        max_body_bytes: 1024,
+        linger_timeout: std::time::Duration::from_secs(600),
+        max_linger_bytes: 64 << 20,
+        ..Config::default()
+    };
+    let server = start_hi(&certs, config);
+    let config = client_config(&[&certs.a.2], &[b"http/1.1"]);
+    let mut tls = tls_connect(server.addr(), config, "a.test").unwrap();
+    let mut upload =
+        b"POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 100000000\r\n\r\n".to_vec();
+    upload.resize(upload.len() + (16 << 20), b'x');
+    tls.write_all(&upload).expect("the upload goes through");
+    let mut out = Vec::new();
+    tls.read_to_end(&mut out)
+        .expect("the server ends the session with close_notify");
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.starts_with("HTTP/1.1 413 Payload Too Large\r\n"),
+        "{text}"
+    );
+    assert!(text.ends_with("over the limit of 1024\n"), "{text}");
+}

@@ -223,10 +223,11 @@ impl ConnIo {
         self.respond_error(Error::new(e.status(), e.to_string()), false);
     }
 
-    /// Answers with `e`, then the connection closes. `is_head`: the answer is to a HEAD
-    /// request, so it has no body (RFC 9110 §9.3.2), though `Content-Length` says what it
-    /// would have been.
+    /// Answers with `e`, then the connection closes, lingering: the client may still be sending
+    /// the request the answer refused. `is_head`: the answer is to a HEAD request, so it has
+    /// no body (RFC 9110 §9.3.2), though `Content-Length` says what it would have been.
     pub(super) fn respond_error(&self, e: Error, is_head: bool) {
+        self.linger_on_close();
         let response = e.into_response();
         let body = response.body.as_bytes().cloned().unwrap_or_default();
         let mut w = self.write_buf.borrow_mut();

@@ -39,10 +39,12 @@ use crate::service::Service;
 use crate::transport::Transport;
 use crate::{Error, Request};
 
+mod close;
 mod encode;
 mod reader;
 mod write;
 
+use close::Ending;
 use write::{Nagle, FLUSH_AT};
 
 pub(crate) use reader::BodyReader;
@@ -83,12 +85,10 @@ pub(crate) struct ConnIo {
     nagle: Cell<Nagle>,
     /// Cleartext, and no request yet: an HTTP/2 preface here switches to HTTP/2.
     h2_possible: Cell<bool>,
-    /// A response delimited by the close was cut short: what is buffered is still written,
-    /// but the close is a reset, with no FIN or TLS `close_notify` before it (see
-    /// [`Transport::reset_on_close`]). The reset drops what the kernel has not sent yet: a
-    /// client may get less of the body, never a body that looks whole.
-    cut_short: Cell<bool>,
-    /// Waiting for a request with nothing started: graceful shutdown aborts the task
+    /// How the connection ends when it closes.
+    ending: Cell<Ending>,
+    /// Waiting for a request with nothing started, or lingering with nothing arriving
+    /// ([`ConnIo::linger`]): graceful shutdown aborts the task
     /// ([`Worker::shut_down`](crate::server::Worker)). Here, not in the worker's table of
     /// connections, whose entry for the connection was a line of its own set and cleared
     /// twice a request (keep-alive, 64 connections, io_uring: 2,804 -> 2,760 Ir/request, L1
@@ -124,7 +124,7 @@ pub(crate) fn new_conn(stream: Transport, remote: SocketAddr, worker: Rc<Worker>
         timer: RefCell::new(sleep_until(Instant::now())),
         remote,
         h2_possible,
-        cut_short: Cell::new(false),
+        ending: Cell::new(Ending::Fin),
         idle: Cell::new(false),
     })
 }
@@ -177,7 +177,13 @@ pub(crate) fn serve<S: Service>(
                 };
                 match next {
                     Next::KeepAlive => {}
-                    Next::Close => return,
+                    Next::Close => {
+                        // Bytes past the last request answered: the client is sending more.
+                        if !io.read_buf.borrow().is_empty() {
+                            io.linger_on_close();
+                        }
+                        break;
+                    }
                     // Boxed for the same reason.
                     Next::Http2 => {
                         if let Some(guard) = &guard {
@@ -193,16 +199,15 @@ pub(crate) fn serve<S: Service>(
             }
             let idle = io.read_buf.borrow().is_empty();
             if idle && io.worker.is_shutting_down() {
-                return;
+                break;
             }
             let deadline = match head_started {
                 Some(t) => t + io.worker.config.header_read_timeout,
                 None => volt_rt::time::now() + io.worker.config.idle_timeout,
             };
             match io.read_next(deadline, idle).await {
-                Ok(0) => return,
+                Ok(0) | Err(ReadError::Io) => break,
                 Ok(_) => {}
-                Err(ReadError::Io) => return,
                 Err(ReadError::Timeout) => {
                     // Not idle any more: a graceful shutdown must not abort what follows (over
                     // TLS, the close_notify).
@@ -217,9 +222,17 @@ pub(crate) fn serve<S: Service>(
                         // every idle connection.
                         Box::pin(io.flush(true)).await;
                     }
-                    return;
+                    break;
                 }
             }
+        }
+        // Plain TCP with nothing left to do just drops the socket, whose close sends the FIN
+        // (if the last write did not). Not a lingering close while a task the handler spawned
+        // still holds the request body: that task reads the socket.
+        let linger = io.lingers() && Rc::strong_count(&io) == 1;
+        if linger || matches!(io.stream, Transport::Tls(_)) {
+            // Boxed: rare, and it would widen every connection's future.
+            Box::pin(io.close(linger)).await;
         }
     }
 }
@@ -563,7 +576,10 @@ impl ConnIo {
                     let stopped = volt_rt::Handle::current().stopped();
                     match race(drain, stopped).await {
                         Either::Left(true) => self.after_request(true),
-                        _ => Step::Done(Next::Close),
+                        _ => {
+                            self.linger_on_close();
+                            Step::Done(Next::Close)
+                        }
                     }
                 }
                 Wait::Flush(next) => {
@@ -668,17 +684,22 @@ impl ConnIo {
     }
 
     /// After a response's body: what the handler left of the request's body is to be skipped
-    /// (read and discarded) if the connection goes on.
+    /// (read and discarded) if the connection goes on. If it closes instead, the client may
+    /// still be sending that body: the close lingers.
     fn after_body<'a, F>(&self, after: After) -> Step<'a, F> {
-        if let Some(reader) = after.reader.filter(|_| after.keep_alive) {
+        if let Some(reader) = after.reader {
             match reader.finished_now() {
                 Some(true) => {}
-                Some(false) => return Step::Done(Next::Close),
                 // The request lives on past its response (a task the handler spawned reads the
                 // body): skipping the body would wait on the socket alongside that task, and
                 // the socket wakes only one of them. Closing leaves the body to it.
                 None if Rc::strong_count(&reader) > 1 => return Step::Done(Next::Close),
-                None => return Step::Wait(Wait::Drain(reader)),
+                None if after.keep_alive => return Step::Wait(Wait::Drain(reader)),
+                // Failed, or not to be skipped.
+                _ => {
+                    self.linger_on_close();
+                    return Step::Done(Next::Close);
+                }
             }
         }
         self.after_request(after.keep_alive)

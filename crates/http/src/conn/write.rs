@@ -6,8 +6,8 @@ use std::cell::Ref;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
-use std::time::Instant;
 
+use super::close::Ending;
 use super::encode::{write_chunk_size, Framing};
 use super::{ConnIo, Next, Step, Wait};
 use crate::body::Trailers;
@@ -121,17 +121,6 @@ impl ConnIo {
         Step::Done(if ok { next } else { Next::Close })
     }
 
-    /// Closes a TLS session cleanly (see [`Transport::poll_close`]), unless writing already
-    /// failed or the response was cut short (its close is a reset: no `close_notify`);
-    /// bounded by the write timeout.
-    pub(crate) async fn close(&self) {
-        if self.writable.get() && !self.cut_short.get() {
-            let deadline = Instant::now() + self.worker.config.write_timeout;
-            self.until(deadline, |io, cx| io.stream.poll_close(cx))
-                .await;
-        }
-    }
-
     /// Writes `bytes` out. False if the connection failed or timed out.
     fn write_all<'a>(&'a self, bytes: &'a [u8]) -> impl Future<Output = bool> + 'a {
         self.before_write(bytes.len());
@@ -178,7 +167,7 @@ impl ConnIo {
                 break ready!(self.stream.poll_flush(cx)).is_ok();
             }
             let rest = &bytes[*written..];
-            let sent = match last && !self.cut_short.get() {
+            let sent = match last && self.ending.get() != Ending::Reset {
                 true => self.stream.poll_write_last(cx, rest),
                 false => self.stream.poll_write(cx, rest),
             };
@@ -283,7 +272,7 @@ impl ConnIo {
                     // Ended by the close, a body cut short would look whole: the close is a
                     // reset instead, and over TLS without `close_notify` (RFC 9112 §9.8).
                     if let Framing::Close = framing {
-                        self.cut_short.set(true);
+                        self.ending.set(Ending::Reset);
                         self.stream.reset_on_close();
                     }
                     return false;

@@ -13,7 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use volt_http::{Config, Server, ServerHandle, Service};
+use volt_http::{any, Config, Request, Response, Router, Server, ServerHandle, Service};
 
 /// How long a client waits for bytes before the test fails as hung.
 pub const HANG_GUARD: Duration = Duration::from_secs(30);
@@ -137,6 +137,17 @@ impl Drop for TestServer {
             }
         }
     }
+}
+
+/// `/` echoes the body it reads, so body framing errors surface as the handler's `?` error;
+/// `/ignore` reads none.
+pub fn echo_app() -> Router {
+    Router::new()
+        .route(
+            "/",
+            any(|mut req: Request| async move { req.bytes().await.map(Response::text) }),
+        )
+        .route("/ignore", any(|_req| async { Response::text("ignored") }))
 }
 
 /// A blocking client connection with its own read buffer.
