@@ -41,8 +41,11 @@ use crate::{Error, Request};
 
 mod close;
 mod encode;
+mod first_line;
 mod reader;
 mod write;
+
+use first_line::{first_line, FirstLine};
 
 use close::Ending;
 use write::{Nagle, FLUSH_AT};
@@ -500,36 +503,6 @@ fn poll_by_conn<T>(answering: &Answering, poll: impl FnOnce() -> T) -> T {
     polled
 }
 
-/// What a connection's first line, whose version did not parse, is.
-enum FirstLine {
-    /// An HTTP/1 request line, malformed: its target has an HTTP/1 form (origin `/...`,
-    /// asterisk, absolute `scheme://...`) or it ends in an HTTP/1 version.
-    Http1,
-    /// Not HTTP/1.
-    Other,
-    /// Not ended yet (and not longer than a request target may be): the rest decides.
-    Unfinished,
-}
-
-fn first_line(buf: &[u8], limits: &volt_proto::Limits) -> FirstLine {
-    let end = buf.iter().position(|&b| b == b'\n');
-    if end.is_none() && buf.len() <= limits.max_uri_len {
-        return FirstLine::Unfinished;
-    }
-    let line = &buf[..end.unwrap_or(buf.len())];
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let target = line.split(|&b| b == b' ').nth(1).unwrap_or(b"");
-    let version = line.rsplit(|&b| b == b' ').next().unwrap_or(b"");
-    let http1 = target.starts_with(b"/")
-        || target == b"*"
-        || target.windows(3).any(|w| w == b"://")
-        || version.starts_with(b"HTTP/1.");
-    match http1 {
-        true => FirstLine::Http1,
-        false => FirstLine::Other,
-    }
-}
-
 enum ReadError {
     Io,
     Timeout,
@@ -894,21 +867,4 @@ impl Drop for ConnIo {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The size of the futures `f` returns.
-    fn future_size<A, B, C, F>(f: fn(A, B, C) -> F) -> usize {
-        let _ = f;
-        std::mem::size_of::<F>()
-    }
-
-    /// Every idle connection holds its `serve` future (what waits is boxed apart): it must
-    /// stay small, and at most 256 bytes with the task's own state besides, where moving it
-    /// (`memcpy`) still takes the short path.
-    #[test]
-    fn idle_connection_future_is_small() {
-        let size = future_size(serve::<crate::Router>);
-        assert!(size <= 200, "the connection future is {size} bytes");
-    }
-}
+mod tests;
