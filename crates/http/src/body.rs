@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes, BytesMut};
 use futures_core::Stream;
 use http::HeaderMap;
 
@@ -298,4 +298,24 @@ pub(crate) fn poll_next_caught(
 ) -> Poll<Option<io::Result<Bytes>>> {
     catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx)))
         .unwrap_or_else(|_| Poll::Ready(Some(Err(io::Error::other("the body stream panicked")))))
+}
+
+/// Decodes from the front of `buf` (an HTTP/1 message's bytes after its head) and takes what
+/// was decoded off it: how many bytes that was (0 when more must be read), and the body data
+/// among them, if any, as a `Bytes` sharing `buf`'s allocation (the framing around it dropped).
+/// The server's request bodies and the client's response bodies both read through this.
+pub(crate) fn take_body_data(
+    decoder: &mut volt_proto::BodyDecoder,
+    buf: &mut BytesMut,
+) -> Result<(usize, Option<Bytes>), volt_proto::ParseError> {
+    let (consumed, data) = decoder.decode(buf)?;
+    let Some(data) = data.filter(|d| !d.is_empty()) else {
+        buf.advance(consumed);
+        return Ok((consumed, None));
+    };
+    let (start, len) = (data.as_ptr() as usize - buf.as_ptr() as usize, data.len());
+    buf.advance(start);
+    let chunk = buf.split_to(len).freeze();
+    buf.advance(consumed - start - len);
+    Ok((consumed, Some(chunk)))
 }

@@ -11,6 +11,7 @@ use volt_proto::BodyDecoder;
 
 use super::conn::{invalid_data, Conn, Head};
 use super::Inner;
+use crate::body::take_body_data;
 
 /// A response to [`RequestBuilder::send`](super::RequestBuilder::send).
 ///
@@ -207,25 +208,22 @@ impl ClientBody {
                     "the body was cut short by an earlier error",
                 ));
             };
-            let (consumed, range) = match decoder.decode(&conn.buf) {
-                Ok((n, data)) => (n, data.map(|d| offset_in(&conn.buf, d))),
+            let (consumed, data) = match take_body_data(decoder, &mut conn.buf) {
+                Ok(taken) => taken,
                 Err(e) => {
                     *slot = None;
                     return Err(invalid_data(format!("bad response body: {e}")));
                 }
             };
-            if consumed > 0 {
-                let taken = conn.buf.split_to(consumed).freeze();
-                match range {
-                    Some((start, len)) if len > 0 => {
-                        if decoder.is_done() {
-                            // The connection is free before the caller asks again.
-                            finish_h1(slot, decoder, *keep_alive, trailers, client);
-                        }
-                        return Ok(Some(taken.slice(start..start + len)));
-                    }
-                    _ => continue, // framing only (a chunk's size line)
+            if let Some(chunk) = data {
+                if decoder.is_done() {
+                    // The connection is free before the caller asks again.
+                    finish_h1(slot, decoder, *keep_alive, trailers, client);
                 }
+                return Ok(Some(chunk));
+            }
+            if consumed > 0 {
+                continue; // framing only (a chunk's size line)
             }
             let deadline = volt_rt::time::now() + client.timeout;
             match conn.read_more(deadline).await {
@@ -265,11 +263,6 @@ fn finish_h1(
             client.give_back(conn);
         }
     }
-}
-
-/// Where `part`, a slice of `buf`, starts in it, and its length.
-fn offset_in(buf: &[u8], part: &[u8]) -> (usize, usize) {
-    (part.as_ptr() as usize - buf.as_ptr() as usize, part.len())
 }
 
 impl fmt::Debug for ClientResponse {

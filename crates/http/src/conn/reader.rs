@@ -7,11 +7,12 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use http::StatusCode;
 use volt_proto::{BodyDecoder, BodyKind};
 
 use super::{ConnIo, ReadError};
+use crate::body::take_body_data;
 use crate::Error;
 
 /// Read size while reading a request body.
@@ -77,19 +78,15 @@ impl BodyReader {
                 }
                 let mut buf = self.io.read_buf.borrow_mut();
                 if !buf.is_empty() {
-                    let (consumed, data) = match state.decoder.decode(&buf) {
+                    let (consumed, data) = match take_body_data(&mut state.decoder, &mut buf) {
                         Ok(r) => r,
                         Err(e) => {
                             state.failed = true;
                             return Err(e.into());
                         }
                     };
-                    let data = data.map(|d| (d.as_ptr() as usize - buf.as_ptr() as usize, d.len()));
-                    if let Some((start, len)) = data {
-                        buf.advance(start);
-                        let chunk = buf.split_to(len).freeze();
-                        buf.advance(consumed - start - len);
-                        state.received += len as u64;
+                    if let Some(chunk) = data {
+                        state.received += chunk.len() as u64;
                         if state.received > config.max_body_bytes {
                             state.failed = true;
                             return Err(Error::new(
@@ -102,7 +99,6 @@ impl BodyReader {
                         }
                         return Ok(Some(chunk));
                     }
-                    buf.advance(consumed);
                     if state.decoder.is_done() {
                         return Ok(None);
                     }
