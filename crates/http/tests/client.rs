@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use clientcommon::{
-    block_on_get, body_error, futures_stream, raw_server, read_head, scripted, url,
+    block_on_get, body_error, futures_stream, proxy, raw_server, read_head, scripted, url,
 };
 use volt_http::header::{HeaderName, HeaderValue};
 use volt_http::{
@@ -283,6 +283,132 @@ fn http2_reconnects_after_the_server_closes_the_connection() {
             3,
             "each request on a new connection: {ports:?}"
         );
+    });
+}
+
+/// Waits (on the runtime, so the client's tasks run) until `done`, for at most 10 s.
+async fn until(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..200 {
+        if done() {
+            return true;
+        }
+        volt_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    done()
+}
+
+#[test]
+fn http2_connections_close_after_the_idle_timeout_not_while_busy() {
+    let server = common::start(app());
+    let (addr, seen) = proxy(server.addr());
+    volt_rt::block_on(async move {
+        let client = Client::builder()
+            .http2_prior_knowledge()
+            .idle_timeout(Duration::from_millis(300))
+            .build();
+        // A response whose body is still unread keeps its connection busy past the timeout.
+        let response = client.get(&url(addr, "/stream")).send().await.unwrap();
+        volt_rt::time::sleep(Duration::from_millis(900)).await;
+        assert_eq!((client.idle_connections(), seen.closed()), (1, 0));
+        assert_eq!(response.text().await.unwrap(), "one two three");
+
+        // Read to its end, it leaves the connection idle: closed once the timeout passed.
+        assert!(until(|| seen.closed() == 1).await, "never closed");
+        assert_eq!(client.idle_connections(), 0);
+        let response = client.get(&url(addr, "/")).send().await.unwrap();
+        assert_eq!(response.text().await.unwrap(), "hello");
+        assert_eq!(seen.accepted(), 2);
+    });
+}
+
+#[test]
+fn concurrent_requests_share_an_alpn_h2_connection_once_the_origin_is_known() {
+    let (cert, key, der) = h2common::cert_for(&["localhost"]);
+    let tls = TlsConfig::new(CertKey::from_pem(cert.as_bytes(), key.as_bytes()).unwrap());
+    let server = common::start_tls(1, Config::default(), tls.build().unwrap(), app());
+    let (addr, seen) = proxy(server.addr());
+    volt_rt::block_on(async move {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(der.into()).unwrap();
+        let client = Client::builder()
+            .tls_roots(roots)
+            .idle_timeout(Duration::from_millis(200))
+            .build();
+        let url = format!("https://localhost:{}/port", addr.port());
+        let response = client.get(&url).send().await.unwrap();
+        assert_eq!(response.version(), Version::HTTP_2);
+        response.text().await.unwrap();
+        assert!(until(|| seen.closed() == 1).await, "never closed");
+
+        // No connection now, but the origin is known to pick h2: one connection for all.
+        let ports: Vec<_> = (0..3)
+            .map(|_| {
+                let (client, url) = (client.clone(), url.clone());
+                volt_rt::spawn(async move {
+                    let response = client.get(&url).send().await.unwrap();
+                    response.text().await.unwrap()
+                })
+            })
+            .collect();
+        let mut seen_ports = Vec::new();
+        for port in ports {
+            seen_ports.push(port.await.unwrap());
+        }
+        assert!(
+            seen_ports.iter().all(|p| *p == seen_ports[0]),
+            "{seen_ports:?}"
+        );
+        assert_eq!(seen.accepted(), 2);
+    });
+}
+
+#[test]
+fn http2_keeps_no_connection_when_the_pool_keeps_none() {
+    let server = common::start(app());
+    let (addr, seen) = proxy(server.addr());
+    volt_rt::block_on(async move {
+        let client = Client::builder()
+            .http2_prior_knowledge()
+            .max_idle_per_host(0)
+            .build();
+        for n in 1..=2 {
+            let response = client.get(&url(addr, "/")).send().await.unwrap();
+            assert_eq!(response.text().await.unwrap(), "hello");
+            assert!(until(|| seen.closed() == n).await, "connection {n} stayed");
+            assert_eq!(client.idle_connections(), 0);
+        }
+        assert_eq!(seen.accepted(), 2);
+    });
+}
+
+#[test]
+fn http2_response_heads_are_bounded_by_the_limits() {
+    let big = "v".repeat(20_000);
+    let app = Router::new().route(
+        "/big",
+        get(move |_req: Request| {
+            let big = big.clone();
+            async move { Response::text("ok").with_header("x-big", &big) }
+        }),
+    );
+    let server = common::start(app);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        // The default limit, 16 KiB, is smaller than the head.
+        let client = Client::builder().http2_prior_knowledge().build();
+        let refused = client.get(&url(addr, "/big")).send().await;
+        assert!(refused.is_err(), "a 20 KB head passed a 16 KiB limit");
+
+        let limits = volt_proto::Limits {
+            max_head_bytes: 64 * 1024,
+            ..volt_proto::Limits::default()
+        };
+        let client = Client::builder()
+            .http2_prior_knowledge()
+            .limits(limits)
+            .build();
+        let response = client.get(&url(addr, "/big")).send().await.unwrap();
+        assert_eq!(response.header("x-big").map(str::len), Some(20_000));
     });
 }
 

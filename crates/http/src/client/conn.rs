@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Version};
 use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -25,8 +25,9 @@ const MIN_READ: usize = 8 * 1024;
 /// A new connection, by the protocol it speaks.
 pub(super) enum Connected {
     H1(Conn),
-    /// A handle to the connection's driver task: requests are multiplexed over it.
-    H2(::h2::client::SendRequest<Bytes>),
+    /// Requests are multiplexed over it once it runs ([`super::http2::drive`]); boxed: the
+    /// connection's state is over a KiB, made once per connection.
+    H2(Box<super::http2::Opened>),
 }
 
 /// The byte stream under a connection.
@@ -82,6 +83,7 @@ impl Conn {
         tls: Option<Arc<rustls::ClientConfig>>,
         prior_knowledge: bool,
         timeout: Duration,
+        limits: &Limits,
     ) -> io::Result<Connected> {
         let deadline = volt_rt::time::now() + timeout;
         let connected = timeout_at(deadline, async {
@@ -101,9 +103,9 @@ impl Conn {
         });
         let (stream, h2) = connected.await.map_err(|_| timed_out("connecting"))??;
         if h2 {
-            let handshake = timeout_at(deadline, super::http2::handshake(stream));
-            let send = handshake.await.map_err(|_| timed_out("connecting"))??;
-            return Ok(Connected::H2(send));
+            let handshake = timeout_at(deadline, super::http2::handshake(stream, limits));
+            let opened = handshake.await.map_err(|_| timed_out("connecting"))??;
+            return Ok(Connected::H2(Box::new(opened)));
         }
         Ok(Connected::H1(Conn {
             stream,

@@ -1,17 +1,20 @@
 //! HTTP/2 for the client, on the `h2` crate: one connection per origin carries every request
 //! to it at once, each on a stream of its own.
 
+use std::cell::Cell;
 use std::future::{poll_fn, Future};
 use std::io;
-use std::pin::Pin;
+use std::pin::{pin, Pin};
+use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use h2::client::SendRequest;
+use h2::client::{Connection, SendRequest};
 use http::header::TE;
 use http::{HeaderMap, HeaderValue, Method, Request, Uri, Version};
-use volt_rt::time::timeout;
+use volt_proto::Limits;
+use volt_rt::time::{sleep_until, timeout};
 
 use super::conn::{invalid_input, timed_out, Stream};
 use super::Target;
@@ -26,14 +29,98 @@ const MAX_PIECE: usize = 64 * 1024;
 /// and which protocol a request goes out on is ALPN's choice), so they are dropped here.
 const CONNECTION_FIELDS: [&str; 4] = ["connection", "keep-alive", "proxy-connection", "upgrade"];
 
-/// Opens HTTP/2 on `stream` and runs the connection in a task of its own, which ends when the
-/// connection closes or every handle to it is dropped.
-pub(super) async fn handshake(stream: Stream) -> io::Result<SendRequest<Bytes>> {
-    let (send, connection) = h2::client::handshake(stream).await.map_err(io_error)?;
+/// A new HTTP/2 connection: the handle requests go through, and the connection itself, for
+/// [`drive`] to run.
+pub(super) type Opened = (SendRequest<Bytes>, Connection<Stream, Bytes>);
+
+/// Opens HTTP/2 on `stream`. A response head (its header list, as HPACK counts it: RFC 9113
+/// §6.5.2) may be as large as `limits` lets an HTTP/1 head be.
+pub(super) async fn handshake(stream: Stream, limits: &Limits) -> io::Result<Opened> {
+    let most = u32::try_from(limits.max_head_bytes).unwrap_or(u32::MAX);
+    let mut builder = h2::client::Builder::new();
+    builder.max_header_list_size(most);
+    builder.handshake(stream).await.map_err(io_error)
+}
+
+/// How busy a connection is: the streams open on it, and since when none is.
+pub(super) struct Streams {
+    open: Cell<usize>,
+    idle_since: Cell<Instant>,
+    /// The task running the connection, while it waits for the streams to end.
+    driver: Cell<Option<Waker>>,
+}
+
+/// One request's claim on its connection, held until its response body ended or it was
+/// dropped: a connection with none is idle.
+pub(super) struct OnStream(Rc<Streams>);
+
+impl Streams {
+    pub(super) fn new() -> Rc<Streams> {
+        Rc::new(Streams {
+            open: Cell::new(0),
+            idle_since: Cell::new(volt_rt::time::now()),
+            driver: Cell::new(None),
+        })
+    }
+
+    /// Whether the connection had no stream open for `idle_timeout` (by `now`).
+    pub(super) fn idle_for(&self, idle_timeout: Duration, now: Instant) -> bool {
+        self.open.get() == 0 && now.duration_since(self.idle_since.get()) >= idle_timeout
+    }
+
+    pub(super) fn claim(self: &Rc<Self>) -> OnStream {
+        self.open.set(self.open.get() + 1);
+        OnStream(self.clone())
+    }
+}
+
+impl Drop for OnStream {
+    fn drop(&mut self) {
+        let streams = &self.0;
+        streams.open.set(streams.open.get() - 1);
+        if streams.open.get() == 0 {
+            streams.idle_since.set(volt_rt::time::now());
+            if let Some(driver) = streams.driver.take() {
+                driver.wake();
+            }
+        }
+    }
+}
+
+/// Runs the connection in a task of its own. Once no stream has been open on it for
+/// `idle_timeout`, `forget` drops the client's handle to it, and it closes (with a GOAWAY)
+/// when its last handle is gone. `forget` runs too if the connection ends first.
+pub(super) fn drive(
+    connection: Connection<Stream, Bytes>,
+    streams: Rc<Streams>,
+    idle_timeout: Duration,
+    forget: impl FnOnce() + 'static,
+) {
     volt_rt::spawn(async move {
-        let _ = connection.await; // its errors reach the streams, and through them the callers
+        let mut connection = pin!(connection);
+        let mut timer = pin!(sleep_until(streams.idle_since.get() + idle_timeout));
+        let ended = poll_fn(|cx| {
+            if connection.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(true);
+            }
+            if streams.open.get() > 0 {
+                streams.driver.set(Some(cx.waker().clone()));
+                return Poll::Pending;
+            }
+            // Set for when the connection has been idle long enough, counted from its last
+            // stream's end: a claim since the timer was set moved `idle_since`.
+            let at = streams.idle_since.get() + idle_timeout;
+            if timer.deadline() != at {
+                timer.as_mut().reset(at);
+            }
+            timer.as_mut().poll(cx).map(|()| false)
+        });
+        let ended = ended.await;
+        forget();
+        if !ended {
+            let _ = connection.await; // its errors reach the streams, and through them the callers
+        }
     });
-    Ok(send)
 }
 
 /// Waits until the connection can open a stream; an error means it is gone (closed, or

@@ -14,7 +14,7 @@
 //! `!Send`, its clones share one pool, and each worker makes its own.
 
 use std::cell::{OnceCell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::poll_fn;
 use std::io;
@@ -32,6 +32,7 @@ use volt_proto::Limits;
 use crate::body::{poll_next_caught, BodyKind};
 use crate::Body;
 use conn::{invalid_input, Conn, Connected, Head, Sent};
+use http2::{OnStream, Streams};
 
 mod conn;
 mod http2;
@@ -89,11 +90,16 @@ struct Inner {
     /// The HTTP/2 connection to each origin that has one (or is making one), shared by every
     /// request to it.
     h2: RefCell<HashMap<Origin, Shared>>,
+    /// Origins whose server chose HTTP/2 by ALPN when last asked.
+    alpn_h2: RefCell<HashSet<Origin>>,
 }
 
 /// An origin's HTTP/2 connection.
 enum Shared {
-    Ready(::h2::client::SendRequest<Bytes>),
+    Ready {
+        send: ::h2::client::SendRequest<Bytes>,
+        streams: Rc<Streams>,
+    },
     /// Being made, by prior knowledge: requests that come meanwhile wait here to share it
     /// rather than each open their own.
     Connecting(Vec<Waker>),
@@ -110,7 +116,7 @@ struct MakingShared<'a> {
 /// A connection for one request.
 enum Checkout {
     H1(Conn),
-    H2(::h2::client::SendRequest<Bytes>),
+    H2(::h2::client::SendRequest<Bytes>, OnStream),
 }
 
 /// Where a connection goes: scheme, host and port (RFC 9110 §4.3.1).
@@ -175,7 +181,7 @@ impl Client {
         let h2 = self.inner.h2.borrow();
         h1 + h2
             .values()
-            .filter(|s| matches!(s, Shared::Ready(_)))
+            .filter(|s| matches!(s, Shared::Ready { .. }))
             .count()
     }
 }
@@ -282,6 +288,7 @@ impl ClientBuilder {
                 tls,
                 pool: RefCell::new(HashMap::new()),
                 h2: RefCell::new(HashMap::new()),
+                alpn_h2: RefCell::new(HashSet::new()),
             }),
         }
     }
@@ -321,9 +328,9 @@ impl Inner {
 
     /// A connection to `origin` for one request, and whether it was kept from before: the
     /// origin's HTTP/2 connection, a pooled HTTP/1 one that is still usable, or a new one.
-    async fn checkout(&self, origin: &Origin) -> io::Result<(Checkout, bool)> {
-        if let Some(send) = poll_fn(|cx| self.poll_shared(origin, cx)).await {
-            return Ok((Checkout::H2(send), true));
+    async fn checkout(self: &Rc<Self>, origin: &Origin) -> io::Result<(Checkout, bool)> {
+        if let Some((send, claim)) = poll_fn(|cx| self.poll_shared(origin, cx)).await {
+            return Ok((Checkout::H2(send, claim), true));
         }
         let now = volt_rt::time::now();
         while let Some(mut idle) = self.take_idle(origin) {
@@ -333,7 +340,10 @@ impl Inner {
         }
         let tls = origin.https.then(|| self.tls());
         let prior_knowledge = self.http2 == Http2::PriorKnowledge;
-        let _making = prior_knowledge.then(|| {
+        // Requests that come while the connection is made wait to share it if it is to be
+        // HTTP/2: by prior knowledge, or because the server chose it by ALPN before.
+        let sharing = prior_knowledge || self.alpn_h2.borrow().contains(origin);
+        let _making = sharing.then(|| {
             let waiting = Shared::Connecting(Vec::new());
             self.h2.borrow_mut().insert(origin.clone(), waiting);
             MakingShared {
@@ -341,18 +351,61 @@ impl Inner {
                 origin,
             }
         });
-        let connecting = Conn::connect(origin.clone(), tls, prior_knowledge, self.connect_timeout);
+        let connecting = Conn::connect(
+            origin.clone(),
+            tls,
+            prior_knowledge,
+            self.connect_timeout,
+            &self.limits,
+        );
         Ok(match connecting.await? {
-            Connected::H1(conn) => (Checkout::H1(conn), false),
-            Connected::H2(send) => {
-                let shared = Shared::Ready(send.clone());
+            Connected::H1(conn) => {
+                self.alpn_h2.borrow_mut().remove(origin);
+                (Checkout::H1(conn), false)
+            }
+            Connected::H2(opened) => {
+                let (send, connection) = *opened;
+                if origin.https && !prior_knowledge {
+                    self.alpn_h2.borrow_mut().insert(origin.clone());
+                }
+                let streams = Streams::new();
+                let claim = streams.claim();
+                self.drive_h2(origin, connection, &streams);
+                let shared = Shared::Ready {
+                    send: send.clone(),
+                    streams,
+                };
                 let before = self.h2.borrow_mut().insert(origin.clone(), shared);
                 if let Some(Shared::Connecting(waiting)) = before {
                     waiting.into_iter().for_each(Waker::wake);
                 }
-                (Checkout::H2(send), false)
+                (Checkout::H2(send, claim), false)
             }
         })
+    }
+
+    /// Runs a new HTTP/2 connection, which the client forgets once it has been idle for
+    /// `idle_timeout` (at once with `max_idle_per_host` 0), or has ended.
+    fn drive_h2(
+        self: &Rc<Self>,
+        origin: &Origin,
+        connection: ::h2::client::Connection<conn::Stream, Bytes>,
+        streams: &Rc<Streams>,
+    ) {
+        let idle_timeout = self.h2_idle_timeout();
+        let (client, origin, this) = (Rc::downgrade(self), origin.clone(), streams.clone());
+        http2::drive(connection, streams.clone(), idle_timeout, move || {
+            let Some(client) = client.upgrade() else {
+                return;
+            };
+            let mut h2 = client.h2.borrow_mut();
+            // The origin may have a newer connection by now: that one stays.
+            if let Some(Shared::Ready { streams, .. }) = h2.get(&origin) {
+                if Rc::ptr_eq(streams, &this) {
+                    h2.remove(&origin);
+                }
+            }
+        });
     }
 
     /// The origin's HTTP/2 connection (`None` if it has none), once it is made if a request
@@ -361,9 +414,20 @@ impl Inner {
         &self,
         origin: &Origin,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<::h2::client::SendRequest<Bytes>>> {
-        match self.h2.borrow_mut().get_mut(origin) {
-            Some(Shared::Ready(send)) => Poll::Ready(Some(send.clone())),
+    ) -> Poll<Option<(::h2::client::SendRequest<Bytes>, OnStream)>> {
+        let mut h2 = self.h2.borrow_mut();
+        match h2.get_mut(origin) {
+            Some(Shared::Ready { streams, .. })
+                if streams.idle_for(self.h2_idle_timeout(), volt_rt::time::now()) =>
+            {
+                // Idle too long, and its driver has not run since (or its timer would have
+                // made it forget the connection): not to be used.
+                h2.remove(origin);
+                Poll::Ready(None)
+            }
+            Some(Shared::Ready { send, streams }) => {
+                Poll::Ready(Some((send.clone(), streams.claim())))
+            }
             Some(Shared::Connecting(waiting)) => {
                 waiting.push(cx.waker().clone());
                 Poll::Pending
@@ -372,10 +436,19 @@ impl Inner {
         }
     }
 
+    /// How long an HTTP/2 connection with no stream open is kept: as an idle HTTP/1 one, and
+    /// not at all if the pool keeps none.
+    fn h2_idle_timeout(&self) -> Duration {
+        match self.max_idle_per_host {
+            0 => Duration::ZERO,
+            _ => self.idle_timeout,
+        }
+    }
+
     /// Forgets the origin's HTTP/2 connection, found gone; one being made stays.
     fn forget_shared(&self, origin: &Origin) {
         let mut h2 = self.h2.borrow_mut();
-        if let Some(Shared::Ready(_)) = h2.get(origin) {
+        if let Some(Shared::Ready { .. }) = h2.get(origin) {
             h2.remove(origin);
         }
     }
@@ -529,7 +602,7 @@ impl RequestBuilder {
         loop {
             let (mut conn, reused) = match inner.checkout(&target.origin).await? {
                 (Checkout::H1(conn), reused) => (conn, reused),
-                (Checkout::H2(send), reused) => {
+                (Checkout::H2(send, claim), reused) => {
                     let send = match http2::ready(send, inner.timeout).await {
                         Ok(send) => send,
                         Err(_) if reused => {
@@ -551,7 +624,7 @@ impl RequestBuilder {
                         http2::exchange(send, method, &target, headers, this_body, inner.timeout);
                     match exchange.await {
                         Ok(response) => {
-                            return Ok(ClientResponse::from_h2(response, inner.clone()))
+                            return Ok(ClientResponse::from_h2(response, claim, inner.clone()))
                         }
                         // The server processed nothing (RFC 9113 §8.7): as when the first
                         // requests on a connection go out before its SETTINGS limit them.

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use volt_proto::BodyDecoder;
 
 use super::conn::{invalid_data, Conn, Head};
+use super::http2::OnStream;
 use super::Inner;
 use crate::body::take_body_data;
 
@@ -44,8 +45,12 @@ enum Source {
         /// The connection may carry another request once this body has ended.
         keep_alive: bool,
     },
-    /// The stream's half of the response; the connection is shared and stays in the pool.
-    H2(h2::RecvStream),
+    /// The stream's half of the response; the connection is shared and stays in the pool,
+    /// busy until the body has ended (then `claim` is `None`).
+    H2 {
+        recv: h2::RecvStream,
+        claim: Option<OnStream>,
+    },
 }
 
 impl ClientResponse {
@@ -79,14 +84,19 @@ impl ClientResponse {
         }
     }
 
-    pub(super) fn from_h2(response: http::Response<h2::RecvStream>, client: Rc<Inner>) -> Self {
+    pub(super) fn from_h2(
+        response: http::Response<h2::RecvStream>,
+        claim: OnStream,
+        client: Rc<Inner>,
+    ) -> Self {
         let (parts, recv) = response.into_parts();
+        let claim = (!recv.is_end_stream()).then_some(claim);
         ClientResponse {
             status: parts.status,
             version: parts.version,
             headers: parts.headers,
             body: ClientBody {
-                source: Source::H2(recv),
+                source: Source::H2 { recv, claim },
                 client,
                 trailers: None,
             },
@@ -174,10 +184,11 @@ impl ClientBody {
         let wait = self.client.timeout;
         match &mut self.source {
             Source::H1 { .. } => self.chunk_h1().await,
-            Source::H2(recv) => match super::http2::next_chunk(recv, wait).await? {
+            Source::H2 { recv, claim } => match super::http2::next_chunk(recv, wait).await? {
                 Some(chunk) => Ok(Some(chunk)),
                 None => {
                     self.trailers = Some(super::http2::trailers(recv, wait).await?);
+                    *claim = None;
                     Ok(None)
                 }
             },

@@ -3,7 +3,9 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
@@ -45,6 +47,47 @@ pub fn raw_server(serve: impl Fn(TcpStream) + Send + 'static) -> SocketAddr {
         }
     });
     addr
+}
+
+/// What a [`proxy`] saw: connections accepted, and those the client closed.
+#[derive(Clone, Default)]
+pub struct Seen {
+    pub accepted: Arc<AtomicUsize>,
+    pub closed: Arc<AtomicUsize>,
+}
+
+impl Seen {
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+
+    pub fn closed(&self) -> usize {
+        self.closed.load(Ordering::SeqCst)
+    }
+}
+
+/// A TCP proxy to `to` on its own threads, counting the connections clients open and close.
+pub fn proxy(to: SocketAddr) -> (SocketAddr, Seen) {
+    let seen = Seen::default();
+    let counts = seen.clone();
+    let addr = raw_server(move |client| {
+        counts.accepted.fetch_add(1, Ordering::SeqCst);
+        let server = TcpStream::connect(to).unwrap();
+        let (mut from_server, mut to_client) =
+            (server.try_clone().unwrap(), client.try_clone().unwrap());
+        thread::spawn(move || {
+            let _ = io::copy(&mut from_server, &mut to_client);
+            let _ = to_client.shutdown(Shutdown::Write);
+        });
+        let closed = counts.closed.clone();
+        let (mut from_client, mut to_server) = (client, server);
+        thread::spawn(move || {
+            let _ = io::copy(&mut from_client, &mut to_server);
+            closed.fetch_add(1, Ordering::SeqCst);
+            let _ = to_server.shutdown(Shutdown::Write);
+        });
+    });
+    (addr, seen)
 }
 
 /// Reads one request head (through its blank line) and returns it.
