@@ -1,10 +1,10 @@
 //! One HTTP/1.1 connection of the client: the socket (plain or TLS), its read buffer, and the
 //! reading and writing of one exchange at a time.
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::pin::Pin;
+use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -275,16 +275,74 @@ async fn resolve(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
     looked_up.map_err(|_| io::Error::other("the address lookup panicked"))?
 }
 
-/// Connects to the first of `addrs` that accepts.
+/// How long a connection attempt goes on alone before the next address is tried beside it
+/// (RFC 8305 §5 recommends 250 ms).
+const ATTEMPT_DELAY: Duration = Duration::from_millis(250);
+
+/// Connects to one of `addrs`, racing them as Happy Eyeballs does (RFC 8305): in the resolver's
+/// order with the address families alternating (§4), each next attempt started once the
+/// previous one failed or has gone on for [`ATTEMPT_DELAY`] (§5), the first connection made
+/// winning (the others are dropped). An address that drops connection requests costs a
+/// quarter of a second, not the connect timeout.
 async fn connect_any(addrs: &[SocketAddr]) -> io::Result<TcpStream> {
+    type Attempt = Pin<Box<dyn Future<Output = io::Result<TcpStream>>>>;
+    let addrs = interleave(addrs);
     let mut last = io::Error::new(io::ErrorKind::NotFound, "the host has no address");
-    for addr in addrs {
-        match TcpStream::connect(*addr).await {
-            Ok(tcp) => return Ok(tcp),
-            Err(e) => last = e,
+    let (mut attempts, mut next): (Vec<Attempt>, usize) = (Vec::new(), 0);
+    let mut delay = pin!(volt_rt::time::sleep(Duration::ZERO));
+    poll_fn(|cx| loop {
+        let start =
+            next < addrs.len() && (attempts.is_empty() || delay.as_mut().poll(cx).is_ready());
+        if start {
+            attempts.push(Box::pin(TcpStream::connect(addrs[next])));
+            next += 1;
+            delay.as_mut().reset(volt_rt::time::now() + ATTEMPT_DELAY);
+        }
+        let mut failed = false;
+        let mut i = 0;
+        while i < attempts.len() {
+            match attempts[i].as_mut().poll(cx) {
+                Poll::Ready(Ok(tcp)) => return Poll::Ready(Ok(tcp)),
+                Poll::Ready(Err(e)) => {
+                    last = e;
+                    drop(attempts.swap_remove(i));
+                    failed = true;
+                }
+                Poll::Pending => i += 1,
+            }
+        }
+        if attempts.is_empty() && next == addrs.len() {
+            return Poll::Ready(Err(std::mem::replace(&mut last, io::Error::other(""))));
+        }
+        if failed {
+            // A failure starts the next attempt at once.
+            delay.as_mut().reset(volt_rt::time::now());
+        } else if !start {
+            return Poll::Pending;
+        }
+        // Started one (its delay is to be polled), or one failed: look again.
+    })
+    .await
+}
+
+/// `addrs` with the families alternating, starting with the first's (RFC 8305 §4), each
+/// family in the resolver's order.
+fn interleave(addrs: &[SocketAddr]) -> Vec<SocketAddr> {
+    let Some(first) = addrs.first() else {
+        return Vec::new();
+    };
+    let (mut lead, mut other): (Vec<_>, Vec<_>) = addrs
+        .iter()
+        .copied()
+        .partition(|a| a.is_ipv6() == first.is_ipv6());
+    let mut out = Vec::with_capacity(addrs.len());
+    let (mut lead, mut other) = (lead.drain(..), other.drain(..));
+    loop {
+        match (lead.next(), other.next()) {
+            (None, None) => return out,
+            (a, b) => out.extend(a.into_iter().chain(b)),
         }
     }
-    Err(last)
 }
 
 pub(super) fn invalid_input(msg: impl Into<String>) -> io::Error {
@@ -336,5 +394,77 @@ impl AsyncWrite for Stream {
             Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpStream as StdStream;
+    use std::time::Duration;
+
+    use volt_rt::net::ListenOptions;
+
+    use super::*;
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn families_alternate_from_the_first() {
+        let got = interleave(&[
+            addr("[::1]:1"),
+            addr("[::2]:1"),
+            addr("[::3]:1"),
+            addr("10.0.0.1:1"),
+        ]);
+        let want = ["[::1]:1", "10.0.0.1:1", "[::2]:1", "[::3]:1"].map(addr);
+        assert_eq!(got, want);
+        let got = interleave(&[addr("10.0.0.1:1"), addr("10.0.0.2:1"), addr("[::1]:1")]);
+        assert_eq!(got, ["10.0.0.1:1", "[::1]:1", "10.0.0.2:1"].map(addr));
+        assert!(interleave(&[]).is_empty());
+    }
+
+    #[test]
+    fn an_address_that_drops_connection_requests_costs_only_the_attempt_delay() {
+        // A listener whose accept queue is full drops new SYNs: connecting to it hangs.
+        let full = ListenOptions::new()
+            .backlog(0)
+            .bind_std("127.0.0.1:0")
+            .unwrap();
+        let hole = full.local_addr().unwrap();
+        let mut fillers = Vec::new();
+        let hangs = loop {
+            match StdStream::connect_timeout(&hole, Duration::from_millis(300)) {
+                Ok(s) => fillers.push(s),
+                Err(_) => break true,
+            }
+            if fillers.len() > 16 {
+                break false;
+            }
+        };
+        assert!(hangs, "the accept queue never filled");
+        let good = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let good_addr = good.local_addr().unwrap();
+        let refused = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap() // closed when `l` drops: connecting is refused
+        };
+        volt_rt::block_on(async move {
+            let within = Duration::from_secs(5);
+            let raced = volt_rt::time::timeout(within, connect_any(&[hole, good_addr])).await;
+            let tcp = raced.expect("waited on the dead address").unwrap();
+            assert_eq!(tcp.peer_addr().unwrap(), good_addr);
+
+            let raced = volt_rt::time::timeout(within, connect_any(&[refused, good_addr])).await;
+            let tcp = raced.unwrap().unwrap();
+            assert_eq!(tcp.peer_addr().unwrap(), good_addr);
+
+            let err = connect_any(&[refused]).await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused);
+            let err = connect_any(&[]).await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        });
+        drop(fillers);
     }
 }
