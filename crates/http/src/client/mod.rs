@@ -24,7 +24,10 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, TRANSFER_ENCODING};
+use http::header::{
+    AUTHORIZATION, CONTENT_ENCODING, CONTENT_LANGUAGE, CONTENT_LENGTH, CONTENT_LOCATION,
+    CONTENT_TYPE, COOKIE, HOST, PROXY_AUTHORIZATION, TRANSFER_ENCODING,
+};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, Version};
 use serde::Serialize;
 use volt_proto::Limits;
@@ -36,6 +39,7 @@ use http2::{OnStream, Streams};
 
 mod conn;
 mod http2;
+mod redirect;
 mod response;
 
 pub use response::ClientResponse;
@@ -59,6 +63,7 @@ pub struct ClientBuilder {
     timeout: Duration,
     idle_timeout: Duration,
     max_idle_per_host: usize,
+    redirects: usize,
     limits: Limits,
     tls: Option<Arc<rustls::ClientConfig>>,
     http2: Http2,
@@ -81,6 +86,7 @@ struct Inner {
     timeout: Duration,
     idle_timeout: Duration,
     max_idle_per_host: usize,
+    redirects: usize,
     limits: Limits,
     http2: Http2,
     /// The TLS settings: the caller's, or Mozilla's roots (webpki-roots), made on first use.
@@ -199,6 +205,7 @@ impl Default for ClientBuilder {
             timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(30),
             max_idle_per_host: 32,
+            redirects: 10,
             limits: Limits::default(),
             tls: None,
             http2: Http2::Alpn,
@@ -231,6 +238,13 @@ impl ClientBuilder {
     /// Most idle connections kept per origin (0: none, every request connects). Default 32.
     pub fn max_idle_per_host(mut self, max: usize) -> Self {
         self.max_idle_per_host = max;
+        self
+    }
+
+    /// Most redirects followed for one request (0: none, a 3xx is returned as it is); one
+    /// more is an error. Default 10.
+    pub fn redirects(mut self, max: usize) -> Self {
+        self.redirects = max;
         self
     }
 
@@ -283,6 +297,7 @@ impl ClientBuilder {
                 timeout: self.timeout,
                 idle_timeout: self.idle_timeout,
                 max_idle_per_host: self.max_idle_per_host,
+                redirects: self.redirects,
                 limits: self.limits,
                 http2: self.http2,
                 tls,
@@ -579,89 +594,143 @@ impl RequestBuilder {
     /// no byte of answer, is sent again on a new connection, if its method is idempotent and
     /// its body in memory (RFC 9110 §9.2.2).
     ///
+    /// Redirects are followed (up to [`ClientBuilder::redirects`], 10 by default) as RFC
+    /// 9110 §15.4 says: 301 and 302 turn a POST into a GET without its body, 303 asks for a GET
+    /// (HEAD stays HEAD), 307 and 308 send the same request again; a request whose body is a
+    /// stream cannot go again, so its 307/308 (or 301/302 for methods other than POST) is
+    /// returned as it is. `Authorization`, `Proxy-Authorization` and `Cookie` are dropped when
+    /// a redirect leads to another origin.
+    ///
     /// # Errors
     ///
     /// `InvalidInput` for a bad URL or header, the connection's errors, `TimedOut` after the
     /// builder's timeouts, `InvalidData` for a malformed response head, `UnexpectedEof` when
-    /// the server closed without answering.
+    /// the server closed without answering, `Other` after too many redirects.
     pub async fn send(self) -> io::Result<ClientResponse> {
         let RequestBuilder {
             client,
-            method,
+            mut method,
             target,
-            headers,
+            mut headers,
             mut body,
         } = self;
-        let target = target?;
-        let inner = &client.inner;
-        let mut head = Vec::with_capacity(256);
-        encode_head(&mut head, &method, &target, &headers, &body);
-        let replayable =
-            method.is_idempotent() && body.as_bytes().is_some() && body.trailers.is_none();
-        let mut refusals = H2_REFUSALS;
+        let mut target = target?;
+        let mut redirects = 0;
         loop {
-            let (mut conn, reused) = match inner.checkout(&target.origin).await? {
-                (Checkout::H1(conn), reused) => (conn, reused),
-                (Checkout::H2(send, claim), reused) => {
-                    let send = match http2::ready(send, inner.timeout).await {
-                        Ok(send) => send,
-                        Err(_) if reused => {
-                            // Gone (closed, or going away) since its last request, and nothing
-                            // was sent on it: any request may go on a new connection.
-                            inner.forget_shared(&target.origin);
-                            continue;
-                        }
-                        Err(e) => return Err(e),
-                    };
-                    // A body in memory can go again if the server refuses the stream.
-                    let in_memory = body.as_bytes().filter(|_| body.trailers.is_none()).cloned();
-                    let this_body = match in_memory.clone() {
-                        Some(bytes) => Body::from(bytes),
-                        None => std::mem::replace(&mut body, Body::empty()),
-                    };
-                    let (method, headers) = (method.clone(), headers.clone());
-                    let exchange =
-                        http2::exchange(send, method, &target, headers, this_body, inner.timeout);
-                    match exchange.await {
-                        Ok(response) => {
-                            return Ok(ClientResponse::from_h2(response, claim, inner.clone()))
-                        }
-                        // The server processed nothing (RFC 9113 §8.7): as when the first
-                        // requests on a connection go out before its SETTINGS limit them.
-                        Err(e) if http2::is_refused(&e) && in_memory.is_some() && refusals > 0 => {
-                            refusals -= 1;
-                            continue;
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
+            let again = body.as_bytes().filter(|_| body.trailers.is_none()).cloned();
+            let sent_body = !body.is_empty();
+            let response = send_once(&client.inner, &method, &target, &headers, body).await?;
+            let location = response.header("location");
+            let status = response.status();
+            let Some(next) = redirect::next(status, &method, &target, location) else {
+                return Ok(response);
             };
-            let mut received = false;
-            let exchanged = async {
-                let sent = write_request(&mut conn, &head, &mut body, inner).await;
-                let deadline = volt_rt::time::now() + inner.timeout;
-                let head_request = method == Method::HEAD;
-                let read = conn.read_head(&inner.limits, head_request, deadline, &mut received);
-                match sent {
-                    Ok(Sent::Whole) => read.await,
-                    // The request is unfinished on the wire: the connection ends with this
-                    // response.
-                    Ok(Sent::Answered) => read.await.map(Head::last),
-                    // A server that answers early may close before it reads the rest (the
-                    // write then fails): its answer is read all the same, if it came.
-                    Err(e) if is_closed(&e) => read.await.map(Head::last).map_err(|_| e),
-                    Err(e) => Err(e),
-                }
-            };
-            match exchanged.await {
-                Ok(head) => return Ok(ClientResponse::new(head, conn, inner.clone())),
-                Err(e)
-                    if reused && replayable && !received && e.kind() != io::ErrorKind::TimedOut =>
-                {
-                    continue;
-                }
-                Err(e) => return Err(e),
+            let limit = client.inner.redirects;
+            if limit == 0 || (next.keeps_body && sent_body && again.is_none()) {
+                return Ok(response);
             }
+            if redirects == limit {
+                return Err(io::Error::other(format!("more than {limit} redirects")));
+            }
+            redirects += 1;
+            response.discard().await;
+            if next.target.origin != target.origin {
+                for name in [AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE] {
+                    headers.remove(name);
+                }
+            }
+            body = match (next.keeps_body, again) {
+                (true, Some(bytes)) => Body::from(bytes),
+                _ => {
+                    for name in [
+                        CONTENT_TYPE,
+                        CONTENT_ENCODING,
+                        CONTENT_LANGUAGE,
+                        CONTENT_LOCATION,
+                    ] {
+                        headers.remove(name);
+                    }
+                    Body::empty()
+                }
+            };
+            (method, target) = (next.method, next.target);
+        }
+    }
+}
+
+/// Sends one request and waits for its response head, on a connection the client keeps or a
+/// new one, retrying where that is safe (see [`RequestBuilder::send`]).
+async fn send_once(
+    inner: &Rc<Inner>,
+    method: &Method,
+    target: &Target,
+    headers: &HeaderMap,
+    mut body: Body,
+) -> io::Result<ClientResponse> {
+    let mut head = Vec::with_capacity(256);
+    encode_head(&mut head, method, target, headers, &body);
+    let replayable = method.is_idempotent() && body.as_bytes().is_some() && body.trailers.is_none();
+    let mut refusals = H2_REFUSALS;
+    loop {
+        let (mut conn, reused) = match inner.checkout(&target.origin).await? {
+            (Checkout::H1(conn), reused) => (conn, reused),
+            (Checkout::H2(send, claim), reused) => {
+                let send = match http2::ready(send, inner.timeout).await {
+                    Ok(send) => send,
+                    Err(_) if reused => {
+                        // Gone (closed, or going away) since its last request, and nothing
+                        // was sent on it: any request may go on a new connection.
+                        inner.forget_shared(&target.origin);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                // A body in memory can go again if the server refuses the stream.
+                let in_memory = body.as_bytes().filter(|_| body.trailers.is_none()).cloned();
+                let this_body = match in_memory.clone() {
+                    Some(bytes) => Body::from(bytes),
+                    None => std::mem::replace(&mut body, Body::empty()),
+                };
+                let (method, headers) = (method.clone(), headers.clone());
+                let exchange =
+                    http2::exchange(send, method, target, headers, this_body, inner.timeout);
+                match exchange.await {
+                    Ok(response) => {
+                        return Ok(ClientResponse::from_h2(response, claim, inner.clone()))
+                    }
+                    // The server processed nothing (RFC 9113 §8.7): as when the first
+                    // requests on a connection go out before its SETTINGS limit them.
+                    Err(e) if http2::is_refused(&e) && in_memory.is_some() && refusals > 0 => {
+                        refusals -= 1;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        let mut received = false;
+        let exchanged = async {
+            let sent = write_request(&mut conn, &head, &mut body, inner).await;
+            let deadline = volt_rt::time::now() + inner.timeout;
+            let head_request = *method == Method::HEAD;
+            let read = conn.read_head(&inner.limits, head_request, deadline, &mut received);
+            match sent {
+                Ok(Sent::Whole) => read.await,
+                // The request is unfinished on the wire: the connection ends with this
+                // response.
+                Ok(Sent::Answered) => read.await.map(Head::last),
+                // A server that answers early may close before it reads the rest (the
+                // write then fails): its answer is read all the same, if it came.
+                Err(e) if is_closed(&e) => read.await.map(Head::last).map_err(|_| e),
+                Err(e) => Err(e),
+            }
+        };
+        match exchanged.await {
+            Ok(head) => return Ok(ClientResponse::new(head, conn, inner.clone())),
+            Err(e) if reused && replayable && !received && e.kind() != io::ErrorKind::TimedOut => {
+                continue;
+            }
+            Err(e) => return Err(e),
         }
     }
 }

@@ -170,6 +170,18 @@ impl ClientResponse {
         serde_json::from_slice(&bytes).map_err(|e| invalid_data(format!("JSON body: {e}")))
     }
 
+    /// Reads and drops a small body to its end, so that its HTTP/1 connection is kept; a
+    /// larger one is dropped unread (closing that connection), as is a body that fails.
+    pub(super) async fn discard(mut self) {
+        let mut left: usize = 64 * 1024;
+        while let Ok(Some(chunk)) = self.body.chunk().await {
+            match left.checked_sub(chunk.len()) {
+                Some(rest) => left = rest,
+                None => return,
+            }
+        }
+    }
+
     /// The trailer fields of a chunked body, once the body has been read to its end.
     pub fn trailers(&self) -> Option<&HeaderMap> {
         self.body.trailers.as_ref()
