@@ -729,3 +729,111 @@ fn http2_requests_that_start_together_share_one_connection() {
         assert_eq!(ports.len(), 1, "more than one connection: {ports:?}");
     });
 }
+
+/// A server that reads a head with `Expect: 100-continue`, checks that no body byte came
+/// within 300 ms, then does `then` with the stream and sends back what it says.
+fn expecting(then: fn(&mut TcpStream) -> Vec<u8>) -> SocketAddr {
+    raw_server(move |mut stream| {
+        let head = read_head(&mut stream);
+        assert!(head.contains("expect: 100-continue\r\n"), "{head}");
+        stream
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut byte = [0u8];
+        let early = stream.read(&mut byte);
+        assert!(early.is_err(), "the body came before the 100: {early:?}");
+        stream.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+        let answer = then(&mut stream);
+        stream.write_all(&answer).unwrap();
+    })
+}
+
+fn post_expecting(addr: SocketAddr) -> io::Result<(StatusCode, String)> {
+    volt_rt::block_on(async move {
+        let response = Client::new()
+            .post(&url(addr, "/up"))
+            .header(
+                HeaderName::from_static("expect"),
+                HeaderValue::from_static("100-continue"),
+            )
+            .body("hello")
+            .send()
+            .await?;
+        Ok((response.status(), response.text().await?))
+    })
+}
+
+#[test]
+fn expect_100_continue_sends_the_body_after_the_100() {
+    let addr = expecting(|stream| {
+        stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").unwrap();
+        let mut body = [0u8; 5];
+        stream.read_exact(&mut body).unwrap();
+        let mut answer = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n".to_vec();
+        answer.extend_from_slice(&body);
+        answer
+    });
+    let (status, body) = post_expecting(addr).unwrap();
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "hello"));
+}
+
+#[test]
+fn expect_100_continue_keeps_the_body_when_refused() {
+    // `expecting` checked that no body byte came before this answer.
+    let addr = expecting(|_stream| {
+        b"HTTP/1.1 413 Content Too Large\r\ncontent-length: 3\r\nconnection: close\r\n\r\nbig"
+            .to_vec()
+    });
+    let (status, body) = post_expecting(addr).unwrap();
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, "big")
+    );
+}
+
+#[test]
+fn expect_100_continue_sends_the_body_anyway_after_a_second() {
+    // A server that does not know the expectation: it waits for the body.
+    let addr = raw_server(|mut stream| {
+        read_head(&mut stream);
+        let mut body = [0u8; 5];
+        stream.read_exact(&mut body).unwrap();
+        let mut answer = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n".to_vec();
+        answer.extend_from_slice(&body);
+        stream.write_all(&answer).unwrap();
+    });
+    let (status, body) = post_expecting(addr).unwrap();
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "hello"));
+}
+
+#[test]
+fn expect_100_continue_against_volt() {
+    let app = Router::new()
+        .route(
+            "/up",
+            post(|mut req: Request| async move { req.text().await }),
+        )
+        .route(
+            "/no",
+            post(|_req: Request| async { Response::new(StatusCode::FORBIDDEN) }),
+        );
+    let server = common::start(app);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = Client::new();
+        for (path, status, body) in [("/up", 200, "hello"), ("/no", 403, "")] {
+            let response = client
+                .post(&url(addr, path))
+                .header(
+                    HeaderName::from_static("expect"),
+                    HeaderValue::from_static("100-continue"),
+                )
+                .body("hello")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status().as_u16(), status, "{path}");
+            assert_eq!(response.text().await.unwrap(), body, "{path}");
+        }
+    });
+}

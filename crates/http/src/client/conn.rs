@@ -180,6 +180,40 @@ impl Conn {
         }
     }
 
+    /// After a head that asked for `Expect: 100-continue`: waits up to `wait` for a 100,
+    /// which is taken off the buffer (so is any other interim response), then `Whole`: the
+    /// body is to go. `Answered` if a final response, bytes that cannot start one, or the
+    /// close came first (left for [`read_head`](Conn::read_head)); `Whole` too after `wait`.
+    pub(super) async fn await_continue(
+        &mut self,
+        wait: Duration,
+        limits: &Limits,
+    ) -> io::Result<Sent> {
+        let deadline = volt_rt::time::now() + wait;
+        loop {
+            match volt_proto::parse_response(&self.buf, limits, false) {
+                // (A 101 is left for `read_head` to refuse.)
+                Ok(Some(head))
+                    if head.status.is_informational()
+                        && head.status != StatusCode::SWITCHING_PROTOCOLS =>
+                {
+                    let go = head.status == StatusCode::CONTINUE;
+                    self.buf.advance(head.head_len);
+                    if go {
+                        return Ok(Sent::Whole);
+                    }
+                }
+                Ok(Some(_)) | Err(_) => return Ok(Sent::Answered),
+                Ok(None) => match self.read_more(deadline).await {
+                    Ok(0) => return Ok(Sent::Answered),
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::TimedOut => return Ok(Sent::Whole),
+                    Err(e) => return Err(e),
+                },
+            }
+        }
+    }
+
     /// Reads more bytes into the buffer by `deadline`; `Ok(0)` when the server closed.
     pub(super) async fn read_more(&mut self, deadline: Instant) -> io::Result<usize> {
         self.buf.reserve(MIN_READ);

@@ -47,6 +47,10 @@ pub use response::ClientResponse;
 /// A body in memory up to this size goes out in the same write as the head.
 const COALESCE_MAX: usize = 16 * 1024;
 
+/// How long a request with `Expect: 100-continue` waits for the server's 100 before sending
+/// its body anyway (RFC 9110 §10.1.1: not indefinitely).
+const CONTINUE_WAIT: Duration = Duration::from_secs(1);
+
 /// How many times an HTTP/2 request the server refused (`REFUSED_STREAM`) is sent again.
 const H2_REFUSALS: u32 = 3;
 
@@ -669,6 +673,7 @@ async fn send_once(
 ) -> io::Result<ClientResponse> {
     let mut head = Vec::with_capacity(256);
     encode_head(&mut head, method, target, headers, &body);
+    let expects = !body.is_empty() && expects_continue(headers);
     let replayable = method.is_idempotent() && body.as_bytes().is_some() && body.trailers.is_none();
     let mut refusals = H2_REFUSALS;
     loop {
@@ -710,7 +715,7 @@ async fn send_once(
         };
         let mut received = false;
         let exchanged = async {
-            let sent = write_request(&mut conn, &head, &mut body, inner).await;
+            let sent = write_request(&mut conn, &head, expects, &mut body, inner).await;
             let deadline = volt_rt::time::now() + inner.timeout;
             let head_request = *method == Method::HEAD;
             let read = conn.read_head(&inner.limits, head_request, deadline, &mut received);
@@ -761,11 +766,24 @@ fn encode_head(
 /// by chunk as the stream yields them. Stops early if the server answers before the end.
 async fn write_request(
     conn: &mut Conn,
-    head: &[u8],
+    mut head: &[u8],
+    expects_continue: bool,
     body: &mut Body,
     inner: &Inner,
 ) -> io::Result<Sent> {
     let (wait, limits) = (inner.timeout, &inner.limits);
+    if expects_continue {
+        // RFC 9110 §10.1.1: the head alone; the body once the server says 100 (Continue), or
+        // after a while without a word (it may not know the expectation). A final answer
+        // first means the server does not want the body.
+        if let Sent::Answered = conn.write_all(head, wait, limits).await? {
+            return Ok(Sent::Answered);
+        }
+        if let Sent::Answered = conn.await_continue(CONTINUE_WAIT, limits).await? {
+            return Ok(Sent::Answered);
+        }
+        head = &[];
+    }
     let chunked = body.len().is_none() || body.trailers.is_some();
     let mut out = Vec::new();
     let pieces = match &mut body.kind {
@@ -823,6 +841,14 @@ async fn write_request(
     let trailers = body.trailers.take().and_then(|t| t.take());
     volt_proto::write_last_chunk(&mut out, trailers.as_ref());
     conn.write_all(&out, wait, limits).await
+}
+
+/// Whether the caller asked for `Expect: 100-continue`.
+fn expects_continue(headers: &HeaderMap) -> bool {
+    let expect = headers.get_all(http::header::EXPECT).iter();
+    expect
+        .into_iter()
+        .any(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
 }
 
 /// Whether a write failed because the server closed the connection.
