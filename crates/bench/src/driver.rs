@@ -22,7 +22,7 @@ const READ_BUFFER: usize = 32 * 1024;
 /// When less than this is free at the end of the buffer, unread bytes move to its front.
 const MIN_READ_ROOM: usize = 4096;
 /// Closed loop: pause after a failed connect, so a dead server is not hammered in a spin.
-const CONNECT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
+pub(crate) const CONNECT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// The per-connection state of the driver: buffer, reader, and what this connection did.
 struct ConnState {
@@ -475,7 +475,7 @@ fn at_close(ctx: &WorkerCtx, state: &mut ConnState, remaining: usize, timing: Ti
 /// without `Connection: close` sends a FIN; a request already on its way then meets a reset,
 /// and the client's next read sees either.)
 #[cold]
-fn failure_kind(e: &std::io::Error) -> ErrorKind {
+pub(crate) fn failure_kind(e: &std::io::Error) -> ErrorKind {
     use std::io::ErrorKind as Io;
     match e.kind() {
         Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe => ErrorKind::Closed,

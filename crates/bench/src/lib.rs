@@ -46,6 +46,8 @@
 //! - `config`, `target`, `request`: settings, URLs, requests encoded into a ring of wire bytes.
 //! - `h1`: the sans-I/O HTTP/1.1 response reader. `transport`: the byte stream (TCP; TLS later).
 //! - `driver`: the one module that joins them: runs a connection slot's exchanges.
+//! - `h2`: HTTP/2 with prior knowledge: header blocks, the stream table, the sans-I/O client
+//!   connection, and its own driver (concurrent streams per connection).
 //! - `worker`: slots, the controller (ticks, timeouts, end), the request budget.
 //! - `stats`: per-worker histograms and counters. `collect`: the thread that merges the
 //!   workers' seconds into the progress line, the interval log and the timeline.
@@ -58,6 +60,7 @@ mod config;
 mod driver;
 mod error;
 mod h1;
+mod h2;
 mod html;
 mod report;
 mod request;
@@ -220,6 +223,8 @@ fn run_level(
         addr: config.addr,
         ring: RequestRing::new(&config.requests, config.pipeline),
         pipeline: config.pipeline,
+        streams: config.streams,
+        h2_requests: config.h2_requests.clone(),
         connections: spec.connections,
         workers,
         rate: spec.rate,
@@ -343,6 +348,12 @@ fn run_info(config: &Config) -> RunInfo {
         threads: config.threads.min(config.connections),
         pipeline: config.pipeline,
         keepalive: config.keepalive,
+        protocol: match config.protocol {
+            Protocol::Http1 => "http/1.1",
+            Protocol::Http2 => "h2c",
+        }
+        .into(),
+        streams: config.streams,
         rate: config.rate,
         duration_s: match config.stop {
             Stop::Duration(d) => Some(d.as_secs_f64()),
