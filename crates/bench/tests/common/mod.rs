@@ -2,6 +2,9 @@
 //! asks for (valid, malformed, stalled), and counts what it saw.
 #![allow(dead_code)] // each test binary uses part of this module
 
+pub mod h2server;
+pub mod volt_server;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
