@@ -217,6 +217,40 @@ fn a_malformed_frame_fails_every_stream_of_its_connection_once() {
     });
 }
 
+/// Streams on a connection the server closes without a GOAWAY: each is one `closed` error.
+#[test]
+fn a_close_fails_every_stream_in_flight_once() {
+    guard(|| {
+        let server = H2Server::start(H2Behavior::CloseOnRequest);
+        let level = run(h2(server.url("/"))
+            .connections(1)
+            .streams(4)
+            .total_requests(20));
+        assert_eq!(level.requests, 0);
+        assert_eq!(level.errors.closed, 20, "{:?}", level.errors);
+        assert_eq!(level.errors.total, 20);
+        assert_eq!(level.errors.timeout, 0, "the close is seen at once");
+    });
+}
+
+/// A server that never answers: as on HTTP/1, with `--requests` the request that timed out
+/// is finished as an error and the others in flight are sent again on a new connection, so
+/// each request ends as one timeout.
+#[test]
+fn unanswered_streams_time_out_once_each() {
+    guard(|| {
+        let server = H2Server::start(H2Behavior::Silent);
+        let level = run(h2(server.url("/"))
+            .connections(1)
+            .streams(4)
+            .total_requests(6)
+            .timeout(Duration::from_millis(300)));
+        assert_eq!(level.requests, 0);
+        assert_eq!(level.errors.timeout, 6, "{:?}", level.errors);
+        assert_eq!(level.errors.total, 6);
+    });
+}
+
 #[test]
 fn windows_are_large_credit_is_batched_and_pings_are_answered() {
     guard(|| {

@@ -9,3 +9,5 @@ mod streams;
 
 pub(crate) use driver::drive;
 pub(crate) use request::H2Request;
+#[cfg(test)]
+mod tests;

@@ -36,6 +36,10 @@ pub enum H2Behavior {
     BadFrame,
     /// SETTINGS_MAX_CONCURRENT_STREAMS of this many; answers like `Hello`.
     MaxStreams(u32),
+    /// Reads requests and never answers them.
+    Silent,
+    /// Closes the connection (no GOAWAY) once requests came.
+    CloseOnRequest,
 }
 
 pub struct H2Server {
@@ -278,6 +282,11 @@ fn serve(mut conn: TcpStream, behavior: H2Behavior, s: &Shared) {
                 }
                 H2Behavior::BadFrame => {
                     write_data(&mut out, 0, b"nonsense", false);
+                    close = true;
+                    break;
+                }
+                H2Behavior::Silent => {}
+                H2Behavior::CloseOnRequest => {
                     close = true;
                     break;
                 }
