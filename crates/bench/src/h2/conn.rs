@@ -18,9 +18,9 @@
 //! - Anything malformed is a [`ProtocolError`]: the caller closes the connection.
 
 use volt_proto::h2::frame::{
-    flags, setting, write_data, write_ping_ack, write_settings, write_settings_ack,
-    write_window_update, FrameHeader, Kind, DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, HEADER_LEN,
-    MAX_MAX_FRAME_SIZE, MAX_WINDOW,
+    flags, setting, write_data, write_goaway, write_ping_ack, write_settings, write_settings_ack,
+    write_window_update, FrameHeader, Kind, Reason, DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW,
+    HEADER_LEN, MAX_MAX_FRAME_SIZE, MAX_WINDOW,
 };
 use volt_proto::h2::hpack::{DecodeError, Decoder};
 
@@ -47,13 +47,29 @@ pub(crate) enum Event {
     Refused(Stream),
 }
 
-/// The server broke the protocol; the connection is done.
+/// The server broke the protocol: the connection is done, and the GOAWAY saying so carries
+/// `reason` (RFC 9113 §5.4.1).
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct ProtocolError(pub &'static str);
+pub(crate) struct ProtocolError {
+    pub reason: Reason,
+    pub why: &'static str,
+}
+
+impl ProtocolError {
+    fn new(why: &'static str) -> ProtocolError {
+        ProtocolError {
+            reason: Reason::PROTOCOL_ERROR,
+            why,
+        }
+    }
+}
 
 impl From<DecodeError> for ProtocolError {
     fn from(_: DecodeError) -> ProtocolError {
-        ProtocolError("HPACK decoding failed")
+        ProtocolError {
+            reason: Reason::COMPRESSION_ERROR,
+            why: "HPACK decoding failed",
+        }
     }
 }
 
@@ -166,6 +182,11 @@ impl Connection {
         self.goaway.is_some() || !self.streams.ids_left()
     }
 
+    /// Queues the GOAWAY that ends the connection after `error`.
+    pub(crate) fn go_away(&mut self, error: &ProtocolError) {
+        write_goaway(&mut self.out, 0, error.reason);
+    }
+
     /// Whether a response is under way or a frame is incomplete: a close now would cut one.
     pub(crate) fn is_mid_response(&self) -> bool {
         self.receiving > 0 || self.continuation.is_some()
@@ -249,7 +270,7 @@ impl Connection {
         while let Some(h) = FrameHeader::parse(&input[used..]) {
             let len = h.len as usize;
             if len > MAX_FRAME {
-                return Err(ProtocolError(
+                return Err(ProtocolError::new(
                     "a frame is larger than SETTINGS_MAX_FRAME_SIZE",
                 ));
             }
@@ -257,7 +278,7 @@ impl Connection {
                 break;
             };
             if self.continuation.is_some() && h.kind != Kind::Continuation {
-                return Err(ProtocolError("a header block is interrupted"));
+                return Err(ProtocolError::new("a header block is interrupted"));
             }
             self.frame(h, payload, event)?;
             used += HEADER_LEN + len;
@@ -287,10 +308,10 @@ impl Connection {
             }
             Kind::Continuation => {
                 let Some((stream, end_stream)) = self.continuation else {
-                    return Err(ProtocolError("CONTINUATION without a header block"));
+                    return Err(ProtocolError::new("CONTINUATION without a header block"));
                 };
                 if stream != h.stream {
-                    return Err(ProtocolError("CONTINUATION on another stream"));
+                    return Err(ProtocolError::new("CONTINUATION on another stream"));
                 }
                 self.block.extend_from_slice(payload);
                 if h.has(flags::END_HEADERS) {
@@ -337,7 +358,7 @@ impl Connection {
                     u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
                         & MAX_WINDOW;
                 if increment == 0 {
-                    return Err(ProtocolError("a WINDOW_UPDATE of 0"));
+                    return Err(ProtocolError::new("a WINDOW_UPDATE of 0"));
                 }
                 let window = if on_stream {
                     match self.streams.get_mut(h.stream) {
@@ -349,13 +370,13 @@ impl Connection {
                 };
                 *window += i64::from(increment);
                 if *window > i64::from(MAX_WINDOW) {
-                    return Err(ProtocolError("a window grew past 2^31-1"));
+                    return Err(ProtocolError::new("a window grew past 2^31-1"));
                 }
                 Ok(())
             }
             Kind::Priority | Kind::Unknown(_) => Ok(()),
-            Kind::PushPromise => Err(ProtocolError("PUSH_PROMISE with push disabled")),
-            _ => Err(ProtocolError(
+            Kind::PushPromise => Err(ProtocolError::new("PUSH_PROMISE with push disabled")),
+            _ => Err(ProtocolError::new(
                 "a frame on the wrong stream or of the wrong size",
             )),
         }
@@ -372,7 +393,7 @@ impl Connection {
                 .first()
                 .is_none_or(|&pad| pad as usize >= payload.len())
         {
-            return Err(ProtocolError("DATA padding longer than the frame"));
+            return Err(ProtocolError::new("DATA padding longer than the frame"));
         }
         // The whole payload counts against the windows, padding too (RFC 9113 §6.9.1).
         let len = payload.len() as u32;
@@ -386,7 +407,7 @@ impl Connection {
             return self.check_closed(h.stream);
         };
         if s.status == 0 {
-            return Err(ProtocolError("DATA before the response head"));
+            return Err(ProtocolError::new("DATA before the response head"));
         }
         if end_stream {
             let s = self.streams.remove(h.stream).expect("found above");
@@ -434,7 +455,7 @@ impl Connection {
             match status {
                 HeadStatus::Status(code) if (100..200).contains(&code) => {
                     if end_stream || code == 101 {
-                        return Err(ProtocolError("an interim head ends the stream"));
+                        return Err(ProtocolError::new("an interim head ends the stream"));
                     }
                     return Ok(());
                 }
@@ -446,11 +467,13 @@ impl Connection {
                     }
                 }
                 HeadStatus::None | HeadStatus::Malformed => {
-                    return Err(ProtocolError("a response head without a valid :status"))
+                    return Err(ProtocolError::new(
+                        "a response head without a valid :status",
+                    ))
                 }
             }
         } else if !end_stream {
-            return Err(ProtocolError("trailers that do not end the stream"));
+            return Err(ProtocolError::new("trailers that do not end the stream"));
         }
         let s = self.streams.remove(stream).expect("found above");
         self.stream_ended(&s);
@@ -462,11 +485,11 @@ impl Connection {
         if h.has(flags::ACK) {
             return match payload.len() {
                 0 => Ok(()),
-                _ => Err(ProtocolError("a SETTINGS ACK with a payload")),
+                _ => Err(ProtocolError::new("a SETTINGS ACK with a payload")),
             };
         }
         if payload.len() % 6 != 0 {
-            return Err(ProtocolError("a SETTINGS payload not a multiple of 6"));
+            return Err(ProtocolError::new("a SETTINGS payload not a multiple of 6"));
         }
         for s in payload.chunks_exact(6) {
             let id = u16::from_be_bytes([s[0], s[1]]);
@@ -475,7 +498,9 @@ impl Connection {
                 setting::MAX_CONCURRENT_STREAMS => self.peer_max_streams = value as usize,
                 setting::INITIAL_WINDOW_SIZE => {
                     if value > MAX_WINDOW {
-                        return Err(ProtocolError("SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1"));
+                        return Err(ProtocolError::new(
+                            "SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1",
+                        ));
                     }
                     // Applies to the open streams' windows too (RFC 9113 §6.9.2).
                     let delta = i64::from(value) - self.peer_initial_window;
@@ -486,12 +511,12 @@ impl Connection {
                 }
                 setting::MAX_FRAME_SIZE => {
                     if !(DEFAULT_MAX_FRAME_SIZE..=MAX_MAX_FRAME_SIZE).contains(&value) {
-                        return Err(ProtocolError("SETTINGS_MAX_FRAME_SIZE out of range"));
+                        return Err(ProtocolError::new("SETTINGS_MAX_FRAME_SIZE out of range"));
                     }
                     self.peer_max_frame = value as usize;
                 }
                 setting::ENABLE_PUSH if value > 1 => {
-                    return Err(ProtocolError("SETTINGS_ENABLE_PUSH not 0 or 1"))
+                    return Err(ProtocolError::new("SETTINGS_ENABLE_PUSH not 0 or 1"))
                 }
                 _ => {}
             }
@@ -507,7 +532,7 @@ impl Connection {
         if stream % 2 == 1 && stream <= self.streams.last_id() {
             Ok(())
         } else {
-            Err(ProtocolError("a frame for a stream never opened"))
+            Err(ProtocolError::new("a frame for a stream never opened"))
         }
     }
 
@@ -526,17 +551,17 @@ fn strip_headers_padding(h: FrameHeader, payload: &[u8]) -> Result<&[u8], Protoc
     let mut p = payload;
     if h.has(flags::PADDED) {
         let Some((&pad, rest)) = p.split_first() else {
-            return Err(ProtocolError("HEADERS padding longer than the frame"));
+            return Err(ProtocolError::new("HEADERS padding longer than the frame"));
         };
         let Some(end) = rest.len().checked_sub(pad as usize) else {
-            return Err(ProtocolError("HEADERS padding longer than the frame"));
+            return Err(ProtocolError::new("HEADERS padding longer than the frame"));
         };
         p = &rest[..end];
     }
     if h.has(flags::PRIORITY) {
         p = p
             .get(5..)
-            .ok_or(ProtocolError("HEADERS too short for its priority"))?;
+            .ok_or_else(|| ProtocolError::new("HEADERS too short for its priority"))?;
     }
     Ok(p)
 }

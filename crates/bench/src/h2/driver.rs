@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use volt_rt::time::Sleep;
 
-use super::conn::{Connection, Event, MAX_FRAME_BYTES};
+use super::conn::{Connection, Event, ProtocolError, MAX_FRAME_BYTES};
 use super::streams::Stream;
 use crate::driver::{failure_kind, CONNECT_BACKOFF};
 use crate::stats::ErrorKind;
@@ -299,7 +299,13 @@ async fn run<T: Transport>(
                 ctx.rec.borrow_mut().counts.bytes_read += n as u64;
                 match take_frames(ctx, slot, state) {
                     Ok(()) => continue,
-                    Err(kind) => kind,
+                    Err(error) => {
+                        // Said once, without waiting for the socket: the connection is done.
+                        state.conn.go_away(&error);
+                        let rest = &state.conn.out[state.written..];
+                        let _ = poll_fn(|cx| Poll::Ready(c.poll_write(cx, rest))).await;
+                        ErrorKind::Parse
+                    }
                 }
             }
             Wake::Read(Err(e)) | Wake::WriteFailed(e) => failure_kind(&e),
@@ -321,37 +327,34 @@ async fn run<T: Transport>(
 
 /// Takes every whole frame in the buffer and records the streams that ended. `Err`: the
 /// server broke the protocol.
-fn take_frames(ctx: &WorkerCtx, slot: &Slot, state: &mut SlotState) -> Result<(), ErrorKind> {
+fn take_frames(ctx: &WorkerCtx, slot: &Slot, state: &mut SlotState) -> Result<(), ProtocolError> {
     let now = Instant::now();
     let input = &state.buf[state.start..state.end];
     let rate_mode = ctx.plan.rate.is_some();
-    let used = state
-        .conn
-        .receive(input, &mut |event| match event {
-            Event::Response(s) => {
-                if s.from >= ctx.measure_start {
-                    let latency = micros_between(s.from, now);
-                    let rate = rate_mode.then(|| {
-                        (
-                            micros_between(s.started, now),
-                            micros_between(s.from, s.started),
-                        )
-                    });
-                    let mut rec = ctx.rec.borrow_mut();
-                    rec.responses(latency, 1, rate);
-                    rec.status(s.status, 1);
-                    drop(rec);
-                    ctx.last_response.set(Some(now));
-                }
-                forget_send(ctx, slot, s.send);
+    let used = state.conn.receive(input, &mut |event| match event {
+        Event::Response(s) => {
+            if s.from >= ctx.measure_start {
+                let latency = micros_between(s.from, now);
+                let rate = rate_mode.then(|| {
+                    (
+                        micros_between(s.started, now),
+                        micros_between(s.from, s.started),
+                    )
+                });
+                let mut rec = ctx.rec.borrow_mut();
+                rec.responses(latency, 1, rate);
+                rec.status(s.status, 1);
+                drop(rec);
+                ctx.last_response.set(Some(now));
             }
-            Event::Reset(s) => {
-                ctx.errors(ErrorKind::Reset, s.from, 1);
-                forget_send(ctx, slot, s.send);
-            }
-            Event::Refused(s) => give_back(ctx, slot, s.send),
-        })
-        .map_err(|_| ErrorKind::Parse)?;
+            forget_send(ctx, slot, s.send);
+        }
+        Event::Reset(s) => {
+            ctx.errors(ErrorKind::Reset, s.from, 1);
+            forget_send(ctx, slot, s.send);
+        }
+        Event::Refused(s) => give_back(ctx, slot, s.send),
+    })?;
     state.start += used;
     state.conn.send_bodies(&ctx.plan.h2_requests);
     if state.start == state.end {
