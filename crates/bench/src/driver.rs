@@ -52,14 +52,21 @@ impl ConnState {
 
     /// Drops the used bytes and makes room at the end for the next read.
     fn make_room(&mut self) {
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-        } else if self.buf.len() - self.end < MIN_READ_ROOM {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
+        make_room(&mut self.buf, &mut self.start, &mut self.end, MIN_READ_ROOM);
+    }
+}
+
+/// Drops the used bytes of a read buffer (`buf[..start]`; `buf[start..end]` is unread) and,
+/// when less than `min_room` is free at its end, moves the unread bytes to its front.
+#[inline]
+pub(crate) fn make_room(buf: &mut [u8], start: &mut usize, end: &mut usize, min_room: usize) {
+    if *start == *end {
+        *start = 0;
+        *end = 0;
+    } else if buf.len() - *end < min_room {
+        buf.copy_within(*start..*end, 0);
+        *end -= *start;
+        *start = 0;
     }
 }
 

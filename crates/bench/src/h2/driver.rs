@@ -17,7 +17,7 @@ use volt_rt::time::Sleep;
 
 use super::conn::{Connection, Event, ProtocolError, MAX_FRAME_BYTES};
 use super::streams::Stream;
-use crate::driver::{failure_kind, CONNECT_BACKOFF};
+use crate::driver::{failure_kind, make_room, CONNECT_BACKOFF};
 use crate::stats::ErrorKind;
 use crate::transport::Transport;
 use crate::worker::{micros_between, Slot, WorkerCtx};
@@ -236,7 +236,9 @@ async fn run<T: Transport>(
             if state.no_more && slot.owed.get() == 0 {
                 return End::Done;
             }
-            if state.conn.is_ending() {
+            // A server whose SETTINGS_MAX_CONCURRENT_STREAMS fell to 0 takes nothing more on
+            // this connection either.
+            if state.conn.is_ending() || state.conn.is_settled() && state.conn.free() == 0 {
                 return End::Again;
             }
         }
@@ -357,14 +359,13 @@ fn take_frames(ctx: &WorkerCtx, slot: &Slot, state: &mut SlotState) -> Result<()
     })?;
     state.start += used;
     state.conn.send_bodies(&ctx.plan.h2_requests);
-    if state.start == state.end {
-        state.start = 0;
-        state.end = 0;
-    } else if state.buf.len() - state.end < MAX_FRAME_BYTES {
-        state.buf.copy_within(state.start..state.end, 0);
-        state.end -= state.start;
-        state.start = 0;
-    }
+    // Room for a whole frame after what is left of one.
+    make_room(
+        &mut state.buf,
+        &mut state.start,
+        &mut state.end,
+        MAX_FRAME_BYTES,
+    );
     Ok(())
 }
 

@@ -4,12 +4,12 @@
 //! index 0x88), so it needs no HPACK encoder and allocates nothing per request.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::Acceptor;
 use volt_proto::h2::frame::{
     flags, setting, write_data, write_goaway, write_header, write_rst_stream, write_settings,
     write_settings_ack, write_window_update, FrameHeader, Kind, Reason,
@@ -45,12 +45,11 @@ pub enum H2Behavior {
 pub struct H2Server {
     pub addr: SocketAddr,
     shared: Arc<Shared>,
-    accept_thread: Option<JoinHandle<()>>,
+    acceptor: Acceptor,
 }
 
 #[derive(Default)]
 struct Shared {
-    accepts: AtomicUsize,
     requests: AtomicUsize,
     /// The most requests read and not answered yet on one connection.
     max_open: AtomicUsize,
@@ -60,32 +59,17 @@ struct Shared {
     data_bytes: AtomicUsize,
     /// Stream ids that were not odd and increasing, SETTINGS without the large window, ...
     violations: Mutex<Vec<String>>,
-    stop: AtomicBool,
-    connections: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl H2Server {
     pub fn start(behavior: H2Behavior) -> H2Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a test port");
-        let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared::default());
         let s = shared.clone();
-        let accept_thread = std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.stop.load(Ordering::Acquire) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                s.accepts.fetch_add(1, Ordering::AcqRel);
-                let s2 = s.clone();
-                let handle = std::thread::spawn(move || serve(conn, behavior, &s2));
-                s.connections.lock().unwrap().push(handle);
-            }
-        });
+        let acceptor = Acceptor::start(move |conn, stop| serve(conn, behavior, &s, stop));
         H2Server {
-            addr,
+            addr: acceptor.addr,
             shared,
-            accept_thread: Some(accept_thread),
+            acceptor,
         }
     }
 
@@ -94,7 +78,7 @@ impl H2Server {
     }
 
     pub fn accepts(&self) -> usize {
-        self.shared.accepts.load(Ordering::Acquire)
+        self.acceptor.accepts()
     }
 
     /// Requests (HEADERS frames opening a stream) read.
@@ -123,25 +107,11 @@ impl H2Server {
     }
 }
 
-impl Drop for H2Server {
-    fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
-        let _ = TcpStream::connect(self.addr);
-        if let Some(t) = self.accept_thread.take() {
-            let _ = t.join();
-        }
-        let handles = std::mem::take(&mut *self.shared.connections.lock().unwrap());
-        for h in handles {
-            let _ = h.join();
-        }
-    }
-}
-
 fn violation(s: &Shared, what: String) {
     s.violations.lock().unwrap().push(what);
 }
 
-fn serve(mut conn: TcpStream, behavior: H2Behavior, s: &Shared) {
+fn serve(mut conn: TcpStream, behavior: H2Behavior, s: &Shared, stop: &AtomicBool) {
     let _ = conn.set_nodelay(true);
     let _ = conn.set_read_timeout(Some(Duration::from_millis(50)));
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
@@ -161,7 +131,7 @@ fn serve(mut conn: TcpStream, behavior: H2Behavior, s: &Shared) {
     match behavior {
         H2Behavior::GarbagePreface => {
             let _ = conn.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-            return linger(conn, s);
+            return linger(conn, stop);
         }
         H2Behavior::MaxStreams(m) => {
             write_settings(&mut out, &[(setting::MAX_CONCURRENT_STREAMS, m)])
@@ -176,7 +146,7 @@ fn serve(mut conn: TcpStream, behavior: H2Behavior, s: &Shared) {
         return;
     }
     loop {
-        if s.stop.load(Ordering::Acquire) {
+        if stop.load(Ordering::Acquire) {
             return;
         }
         match conn.read(&mut chunk) {
@@ -298,7 +268,7 @@ fn serve(mut conn: TcpStream, behavior: H2Behavior, s: &Shared) {
             return;
         }
         if close {
-            return linger(conn, s);
+            return linger(conn, stop);
         }
     }
 }
@@ -312,11 +282,11 @@ fn hello(out: &mut Vec<u8>, id: u32) {
 /// Ends a connection gracefully: no more writes, then what the client still sends is read
 /// until it closes (closing with unread bytes would send a reset, which may destroy the last
 /// frames before the client reads them).
-fn linger(mut conn: TcpStream, s: &Shared) {
+fn linger(mut conn: TcpStream, stop: &AtomicBool) {
     let _ = conn.shutdown(Shutdown::Write);
     let until = Instant::now() + Duration::from_secs(5);
     let mut sink = [0u8; 4096];
-    while Instant::now() < until && !s.stop.load(Ordering::Acquire) {
+    while Instant::now() < until && !stop.load(Ordering::Acquire) {
         match conn.read(&mut sink) {
             Ok(0) => return,
             Ok(_) => {}
