@@ -282,7 +282,8 @@ impl ConfigBuilder {
     }
 
     /// Concurrent connections (default 64). In rate mode, at most one request is in flight on
-    /// each, so this bounds the concurrency the schedule can use.
+    /// each (HTTP/2: up to [`streams`](Self::streams)), so this bounds the concurrency the
+    /// schedule can use.
     pub fn connections(mut self, n: usize) -> Self {
         self.connections = n;
         self

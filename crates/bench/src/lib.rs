@@ -5,7 +5,9 @@
 //!
 //! - [`Config`] (made by [`Config::builder`]) says what to send and how: URLs (round robin),
 //!   method, headers, body; connections and threads; a duration or a request count; pipelining;
-//!   a constant [`rate`](ConfigBuilder::rate); a [`Sweep`] over rates or connection counts.
+//!   a constant [`rate`](ConfigBuilder::rate); a [`Sweep`] over rates or connection counts; the
+//!   [`Protocol`]: HTTP/1.1, or HTTP/2 with prior knowledge with
+//!   [`streams`](ConfigBuilder::streams) in flight per connection.
 //! - [`run`] executes it on one volt-rt worker per thread and returns a [`Report`]: requests/s,
 //!   bytes, errors by kind, status counts and latency percentiles per [`Level`]. The report is
 //!   `serde`-serializable, prints a summary with `Display`, and renders an HTML page with
@@ -14,8 +16,9 @@
 //! What it guarantees about its numbers:
 //!
 //! - Every response is parsed (`volt_proto`): status line, header fields, body framing
-//!   (`Content-Length`, chunked, until close). Bytes that are not a valid response count as
-//!   parse errors; a connection that ends mid-response counts as an error, never as a success.
+//!   (`Content-Length`, chunked, until close); on HTTP/2 every frame, and every head through
+//!   HPACK. Bytes that are not a valid response count as parse errors; a connection that ends
+//!   mid-response counts as an error, never as a success.
 //! - In rate mode each request's latency is measured from the time it was *scheduled* to be
 //!   sent, so a server stall shows up in every request it delayed (no coordinated omission).
 //!   The uncorrected service time is reported beside it.
