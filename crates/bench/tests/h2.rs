@@ -156,10 +156,22 @@ fn rate_mode_sends_on_free_streams() {
 fn resets_are_errors_of_their_own_kind() {
     guard(|| {
         let server = H2Server::start(H2Behavior::Reset);
-        let level = run(h2(server.url("/"))
+        let config = h2(server.url("/"))
             .connections(2)
             .streams(4)
-            .total_requests(20));
+            .total_requests(20)
+            .build()
+            .unwrap();
+        let report = volt_bench::run(&config).unwrap();
+        // The summary and the JSON say what was run and name the kind.
+        let text = report.to_string();
+        assert!(text.contains("h2c, 4 streams per connection"), "{text}");
+        assert!(text.contains("reset"), "{text}");
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["protocol"], "h2c");
+        assert_eq!(json["streams"], 4);
+        assert_eq!(json["levels"][0]["errors"]["reset"], 20);
+        let level = report.levels.into_iter().next().unwrap();
         assert_eq!(level.requests, 0);
         assert_eq!(level.errors.reset, 20);
         assert_eq!(level.errors.total, 20);
