@@ -9,18 +9,22 @@ use std::time::Duration;
 
 use volt_proto::{Method, ResponseHead};
 
+use crate::h2::H2Request;
 use crate::request::{check_header, encode, EncodedRequest, RequestLine};
 use crate::target::Url;
 use crate::Error;
 
-/// The wire protocol spoken on each connection. HTTP/2 and TLS are meant to come as more
-/// variants, each with its own connection driver.
+/// The wire protocol spoken on each connection, each with its own connection driver. TLS is
+/// meant to come as more variants.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Protocol {
     /// HTTP/1.1 over TCP, with keep-alive and optional pipelining.
     #[default]
     Http1,
+    /// HTTP/2 over cleartext TCP with prior knowledge (h2c, RFC 9113 §3.3): up to
+    /// [`streams`](ConfigBuilder::streams) requests in flight on each connection.
+    Http2,
 }
 
 /// When a run (or each level of a sweep) ends.
@@ -107,6 +111,8 @@ const MAX_TIME: Duration = Duration::from_secs(365 * 24 * 3600);
 /// (the request ring holds that many requests back to back).
 const MAX_CONNECTIONS: usize = 1_000_000;
 const MAX_PIPELINE: usize = 65_536;
+/// The most concurrent HTTP/2 streams per connection (each has an entry in its stream table).
+const MAX_STREAMS: usize = 65_536;
 
 /// A number with an optional `k` (×1000) or `m` (×1,000,000) suffix.
 pub(crate) fn parse_count(s: &str) -> Option<f64> {
@@ -198,6 +204,7 @@ pub struct ConfigBuilder {
     stop_on_signal: bool,
     inspect: Option<InspectFn>,
     protocol: Protocol,
+    streams: usize,
 }
 
 impl fmt::Debug for ConfigBuilder {
@@ -207,6 +214,8 @@ impl fmt::Debug for ConfigBuilder {
             .field("connections", &self.connections)
             .field("rate", &self.rate)
             .field("pipeline", &self.pipeline)
+            .field("protocol", &self.protocol)
+            .field("streams", &self.streams)
             .finish_non_exhaustive()
     }
 }
@@ -233,6 +242,7 @@ impl Default for ConfigBuilder {
             stop_on_signal: false,
             inspect: None,
             protocol: Protocol::Http1,
+            streams: 1,
         }
     }
 }
@@ -272,7 +282,8 @@ impl ConfigBuilder {
     }
 
     /// Concurrent connections (default 64). In rate mode, at most one request is in flight on
-    /// each, so this bounds the concurrency the schedule can use.
+    /// each (HTTP/2: up to [`streams`](Self::streams)), so this bounds the concurrency the
+    /// schedule can use.
     pub fn connections(mut self, n: usize) -> Self {
         self.connections = n;
         self
@@ -363,9 +374,17 @@ impl ConfigBuilder {
         self
     }
 
-    /// The wire protocol (default and only one so far: HTTP/1.1).
+    /// The wire protocol (default HTTP/1.1).
     pub fn protocol(mut self, protocol: Protocol) -> Self {
         self.protocol = protocol;
+        self
+    }
+
+    /// [`Protocol::Http2`]: the most requests in flight on each connection, as concurrent
+    /// streams (default 1; fewer if the server's SETTINGS_MAX_CONCURRENT_STREAMS says so).
+    /// Like h2load's `-m`.
+    pub fn streams(mut self, n: usize) -> Self {
+        self.streams = n;
         self
     }
 
@@ -457,6 +476,32 @@ impl ConfigBuilder {
                 "--no-keepalive conflicts with --pipeline > 1: pipelining needs a reused connection",
             ));
         }
+        if b.streams == 0 {
+            return Err(Error::config("--streams must be at least 1"));
+        }
+        if b.streams > MAX_STREAMS {
+            return Err(Error::config(format!(
+                "--streams must be at most {MAX_STREAMS}"
+            )));
+        }
+        if b.protocol == Protocol::Http2 {
+            let conflict = if b.pipeline > 1 {
+                Some("--pipeline: HTTP/2 sends concurrent streams instead (--streams)")
+            } else if !b.keepalive {
+                Some("--no-keepalive: an HTTP/2 connection carries many requests")
+            } else if b.inspect.is_some() {
+                Some("inspect: it sees HTTP/1 response heads")
+            } else {
+                None
+            };
+            if let Some(what) = conflict {
+                return Err(Error::config(format!("--h2 conflicts with {what}")));
+            }
+        } else if b.streams > 1 {
+            return Err(Error::config(
+                "--streams needs --h2: an HTTP/1.1 connection has one request in flight (see --pipeline)",
+            ));
+        }
         if let Some(sweep) = &b.sweep {
             if sweep.len() == 0 {
                 return Err(Error::config("--sweep has no levels"));
@@ -469,6 +514,7 @@ impl ConfigBuilder {
         }
         let mut urls = Vec::with_capacity(b.requests.len());
         let mut encoded = Vec::with_capacity(b.requests.len());
+        let mut h2_encoded = Vec::new();
         for line in &b.requests {
             let url = Url::parse(&line.url)?;
             if let Some(first) = urls.first() {
@@ -486,6 +532,9 @@ impl ConfigBuilder {
                 None => method.clone(),
             };
             encoded.push(encode(&method, &url, &b.headers, &b.body, !b.keepalive));
+            if b.protocol == Protocol::Http2 {
+                h2_encoded.push(H2Request::encode(&method, &url, &b.headers, &b.body));
+            }
             urls.push(url);
         }
         let addrs = urls[0].resolve()?;
@@ -498,6 +547,7 @@ impl ConfigBuilder {
             host: urls[0].host_port(),
             addr: addrs[0],
             requests: encoded,
+            h2_requests: h2_encoded,
             method: b.method,
             connections: b.connections,
             threads,
@@ -513,6 +563,7 @@ impl ConfigBuilder {
             stop_on_signal: b.stop_on_signal,
             inspect: b.inspect,
             protocol: b.protocol,
+            streams: b.streams,
         })
     }
 }
@@ -529,6 +580,8 @@ pub struct Config {
     pub(crate) host: String,
     pub(crate) addr: SocketAddr,
     pub(crate) requests: Vec<EncodedRequest>,
+    /// [`Protocol::Http2`]: the same requests as header blocks (else empty).
+    pub(crate) h2_requests: Vec<H2Request>,
     pub(crate) method: String,
     pub(crate) connections: usize,
     pub(crate) threads: usize,
@@ -544,6 +597,7 @@ pub struct Config {
     pub(crate) stop_on_signal: bool,
     pub(crate) inspect: Option<InspectFn>,
     pub(crate) protocol: Protocol,
+    pub(crate) streams: usize,
 }
 
 impl fmt::Debug for Config {
@@ -558,6 +612,8 @@ impl fmt::Debug for Config {
             .field("rate", &self.rate)
             .field("keepalive", &self.keepalive)
             .field("sweep", &self.sweep)
+            .field("protocol", &self.protocol)
+            .field("streams", &self.streams)
             .finish_non_exhaustive()
     }
 }
@@ -615,6 +671,12 @@ mod tests {
             base().duration(MAX_TIME + Duration::from_secs(1)),
             base().warmup(MAX_TIME + Duration::from_secs(1)),
             base().timeout(MAX_TIME + Duration::from_secs(1)),
+            base().streams(4),
+            base().protocol(Protocol::Http2).pipeline(2),
+            base().protocol(Protocol::Http2).keepalive(false),
+            base().protocol(Protocol::Http2).streams(0),
+            base().protocol(Protocol::Http2).streams(MAX_STREAMS + 1),
+            base().protocol(Protocol::Http2).inspect(|_| {}),
         ];
         for case in cases {
             let dbg = format!("{case:?}");

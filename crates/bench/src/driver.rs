@@ -22,7 +22,7 @@ const READ_BUFFER: usize = 32 * 1024;
 /// When less than this is free at the end of the buffer, unread bytes move to its front.
 const MIN_READ_ROOM: usize = 4096;
 /// Closed loop: pause after a failed connect, so a dead server is not hammered in a spin.
-const CONNECT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
+pub(crate) const CONNECT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// The per-connection state of the driver: buffer, reader, and what this connection did.
 struct ConnState {
@@ -52,14 +52,21 @@ impl ConnState {
 
     /// Drops the used bytes and makes room at the end for the next read.
     fn make_room(&mut self) {
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-        } else if self.buf.len() - self.end < MIN_READ_ROOM {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
+        make_room(&mut self.buf, &mut self.start, &mut self.end, MIN_READ_ROOM);
+    }
+}
+
+/// Drops the used bytes of a read buffer (`buf[..start]`; `buf[start..end]` is unread) and,
+/// when less than `min_room` is free at its end, moves the unread bytes to its front.
+#[inline]
+pub(crate) fn make_room(buf: &mut [u8], start: &mut usize, end: &mut usize, min_room: usize) {
+    if *start == *end {
+        *start = 0;
+        *end = 0;
+    } else if buf.len() - *end < min_room {
+        buf.copy_within(*start..*end, 0);
+        *end -= *start;
+        *start = 0;
     }
 }
 
@@ -475,7 +482,7 @@ fn at_close(ctx: &WorkerCtx, state: &mut ConnState, remaining: usize, timing: Ti
 /// without `Connection: close` sends a FIN; a request already on its way then meets a reset,
 /// and the client's next read sees either.)
 #[cold]
-fn failure_kind(e: &std::io::Error) -> ErrorKind {
+pub(crate) fn failure_kind(e: &std::io::Error) -> ErrorKind {
     use std::io::ErrorKind as Io;
     match e.kind() {
         Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe => ErrorKind::Closed,

@@ -5,7 +5,9 @@
 //!
 //! - [`Config`] (made by [`Config::builder`]) says what to send and how: URLs (round robin),
 //!   method, headers, body; connections and threads; a duration or a request count; pipelining;
-//!   a constant [`rate`](ConfigBuilder::rate); a [`Sweep`] over rates or connection counts.
+//!   a constant [`rate`](ConfigBuilder::rate); a [`Sweep`] over rates or connection counts; the
+//!   [`Protocol`]: HTTP/1.1, or HTTP/2 with prior knowledge with
+//!   [`streams`](ConfigBuilder::streams) in flight per connection.
 //! - [`run`] executes it on one volt-rt worker per thread and returns a [`Report`]: requests/s,
 //!   bytes, errors by kind, status counts and latency percentiles per [`Level`]. The report is
 //!   `serde`-serializable, prints a summary with `Display`, and renders an HTML page with
@@ -14,8 +16,9 @@
 //! What it guarantees about its numbers:
 //!
 //! - Every response is parsed (`volt_proto`): status line, header fields, body framing
-//!   (`Content-Length`, chunked, until close). Bytes that are not a valid response count as
-//!   parse errors; a connection that ends mid-response counts as an error, never as a success.
+//!   (`Content-Length`, chunked, until close); on HTTP/2 every frame, and every head through
+//!   HPACK. Bytes that are not a valid response count as parse errors; a connection that ends
+//!   mid-response counts as an error, never as a success.
 //! - In rate mode each request's latency is measured from the time it was *scheduled* to be
 //!   sent, so a server stall shows up in every request it delayed (no coordinated omission).
 //!   The uncorrected service time is reported beside it.
@@ -46,6 +49,8 @@
 //! - `config`, `target`, `request`: settings, URLs, requests encoded into a ring of wire bytes.
 //! - `h1`: the sans-I/O HTTP/1.1 response reader. `transport`: the byte stream (TCP; TLS later).
 //! - `driver`: the one module that joins them: runs a connection slot's exchanges.
+//! - `h2`: HTTP/2 with prior knowledge: header blocks, the stream table, the sans-I/O client
+//!   connection, and its own driver (concurrent streams per connection).
 //! - `worker`: slots, the controller (ticks, timeouts, end), the request budget.
 //! - `stats`: per-worker histograms and counters. `collect`: the thread that merges the
 //!   workers' seconds into the progress line, the interval log and the timeline.
@@ -58,6 +63,7 @@ mod config;
 mod driver;
 mod error;
 mod h1;
+mod h2;
 mod html;
 mod report;
 mod request;
@@ -220,6 +226,8 @@ fn run_level(
         addr: config.addr,
         ring: RequestRing::new(&config.requests, config.pipeline),
         pipeline: config.pipeline,
+        streams: config.streams,
+        h2_requests: config.h2_requests.clone(),
         connections: spec.connections,
         workers,
         rate: spec.rate,
@@ -343,6 +351,12 @@ fn run_info(config: &Config) -> RunInfo {
         threads: config.threads.min(config.connections),
         pipeline: config.pipeline,
         keepalive: config.keepalive,
+        protocol: match config.protocol {
+            Protocol::Http1 => "http/1.1",
+            Protocol::Http2 => "h2c",
+        }
+        .into(),
+        streams: config.streams,
         rate: config.rate,
         duration_s: match config.stop {
             Stop::Duration(d) => Some(d.as_secs_f64()),

@@ -47,6 +47,10 @@ pub struct RunInfo {
     pub pipeline: usize,
     /// Connections reused.
     pub keepalive: bool,
+    /// `http/1.1`, or `h2c` (HTTP/2 with prior knowledge).
+    pub protocol: String,
+    /// HTTP/2: the most streams in flight per connection (`--streams`); 1 for HTTP/1.1.
+    pub streams: usize,
     /// Target rate in requests per second (the base value when not swept).
     pub rate: Option<f64>,
     /// Timed runs: seconds per level.
@@ -132,10 +136,13 @@ pub struct Errors {
     /// or before any of it: a request written on a connection the server had just closed
     /// (an idle keep-alive connection, or one closed without `Connection: close`) is one.
     pub closed: u64,
-    /// The response was not valid HTTP/1.1.
+    /// The response was not valid HTTP/1.1, or (HTTP/2) the server broke the protocol: a
+    /// malformed frame or header block, which closes the connection.
     pub parse: u64,
     /// No response within the timeout.
     pub timeout: u64,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM).
+    pub reset: u64,
     /// All of the above.
     pub total: u64,
 }
@@ -149,17 +156,19 @@ impl Errors {
             closed: e[Closed as usize],
             parse: e[Parse as usize],
             timeout: e[Timeout as usize],
+            reset: e[Reset as usize],
             total: e.iter().sum(),
         }
     }
 
-    fn kinds(&self) -> [(&'static str, u64); 5] {
+    fn kinds(&self) -> [(&'static str, u64); 6] {
         [
             ("connect", self.connect),
             ("io", self.io),
             ("closed early", self.closed),
             ("parse", self.parse),
             ("timeout", self.timeout),
+            ("reset", self.reset),
         ]
     }
 }
@@ -340,6 +349,13 @@ impl Report {
             },
             _ if run.pipeline > 1 => parts.push(format!("closed loop, pipeline {}", run.pipeline)),
             _ => parts.push("closed loop".into()),
+        }
+        if run.protocol == "h2c" {
+            parts.push(format!(
+                "h2c, {} stream{} per connection",
+                group(run.streams as u64),
+                if run.streams == 1 { "" } else { "s" }
+            ));
         }
         if !run.keepalive {
             parts.push("new connection per request".into());

@@ -26,13 +26,16 @@ pub(crate) enum ErrorKind {
     /// was complete, or before any of it: a request written on a connection the server had
     /// already closed counts here too.
     Closed,
-    /// The response was not valid HTTP/1.1 (head or body framing).
+    /// The response was not valid HTTP/1.1 (head or body framing), or the server broke the
+    /// HTTP/2 protocol (a malformed frame, a header block HPACK cannot decode).
     Parse,
     /// No response within the timeout.
     Timeout,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM).
+    Reset,
 }
 
-pub(crate) const ERROR_KINDS: usize = 5;
+pub(crate) const ERROR_KINDS: usize = 6;
 
 /// Running totals of a worker (or of a whole run, once merged).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

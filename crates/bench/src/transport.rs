@@ -1,9 +1,10 @@
 //! The byte stream under a protocol. TCP now; a TLS stream is meant to implement the same trait
-//! (wrapping a `TcpStream`), so the HTTP/1 driver runs over it unchanged.
+//! (wrapping a `TcpStream`), so the HTTP/1 and HTTP/2 drivers run over it unchanged.
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::task::{Context, Poll};
 
 use volt_rt::net::TcpStream;
 
@@ -26,6 +27,12 @@ pub(crate) trait Transport: Sized {
 
     /// Writes all of `bytes`.
     fn write_all<'a>(&'a self, bytes: &'a [u8]) -> impl Future<Output = io::Result<()>> + 'a;
+
+    /// Polls a read into `buf`, for a driver that waits on reads and writes at once.
+    fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>>;
+
+    /// Polls a write of some of `bytes`.
+    fn poll_write(&self, cx: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>>;
 }
 
 impl Transport for TcpStream {
@@ -50,5 +57,15 @@ impl Transport for TcpStream {
     #[inline]
     fn write_all<'a>(&'a self, bytes: &'a [u8]) -> impl Future<Output = io::Result<()>> + 'a {
         TcpStream::write_all(self, bytes)
+    }
+
+    #[inline]
+    fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        TcpStream::poll_read(self, cx, buf)
+    }
+
+    #[inline]
+    fn poll_write(&self, cx: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
+        TcpStream::poll_write(self, cx, bytes)
     }
 }

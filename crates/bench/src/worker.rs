@@ -44,6 +44,9 @@ pub(crate) struct Plan {
     pub addr: SocketAddr,
     pub ring: RequestRing,
     pub pipeline: usize,
+    /// HTTP/2: streams in flight per connection, and the requests as header blocks.
+    pub streams: usize,
+    pub h2_requests: Vec<crate::h2::H2Request>,
     pub connections: usize,
     pub workers: usize,
     pub rate: Option<f64>,
@@ -123,6 +126,10 @@ pub(crate) struct Slot {
     pub cursor: Cell<usize>,
     /// Rate mode: the number of the next scheduled send.
     pub next_send: Cell<u64>,
+    /// HTTP/2 rate mode: the numbers of the scheduled sends in flight (claimed, not answered),
+    /// for the requests unanswered at the end. (HTTP/1 has at most one: `next_send - 1`,
+    /// while `waiting_since` is set.)
+    pub sends: RefCell<Vec<u64>>,
     task: RefCell<Option<JoinHandle<()>>>,
 }
 
@@ -193,7 +200,7 @@ impl WorkerResult {
 /// Runs worker `worker` of a level to its end.
 pub(crate) async fn run(plan: Arc<Plan>, worker: usize) -> WorkerResult {
     match plan.protocol {
-        Protocol::Http1 => run_with::<TcpStream>(plan, worker).await,
+        Protocol::Http1 | Protocol::Http2 => run_with::<TcpStream>(plan, worker).await,
     }
 }
 
@@ -344,6 +351,7 @@ async fn run_with<T: Transport + 'static>(plan: Arc<Plan>, worker: usize) -> Wor
                 // Connections start at different requests of the round robin.
                 cursor: Cell::new(index % ring_len),
                 next_send: Cell::new(0),
+                sends: RefCell::new(Vec::with_capacity(if rate_mode { plan.streams } else { 0 })),
                 task: RefCell::new(None),
             })
         })
@@ -393,10 +401,18 @@ fn record_unanswered(ctx: &WorkerCtx, slots: &[Rc<Slot>], stopped_at: Instant) {
     let mut rec = ctx.rec.borrow_mut();
     for slot in slots {
         let next = slot.next_send.get();
-        // `waiting_since` is set exactly while send `next - 1` has no answer.
+        // HTTP/2: the sends in flight are listed; every later one the schedule had due is
+        // unanswered too.
+        for &k in slot.sends.borrow().iter() {
+            let at = ctx.scheduled(slot.index, k);
+            if at >= ctx.measure_start && at < window_end {
+                rec.unanswered(micros_between(at, stopped_at));
+            }
+        }
+        // HTTP/1: `waiting_since` is set exactly while send `next - 1` has no answer.
         let mut k = match slot.waiting_since.get() {
-            Some(_) => next.saturating_sub(1),
-            None => next,
+            Some(_) if ctx.plan.protocol == Protocol::Http1 => next.saturating_sub(1),
+            _ => next,
         };
         loop {
             let at = ctx.scheduled(slot.index, k);
@@ -477,10 +493,17 @@ fn spawn_slot<T: Transport + 'static>(ctx: &Rc<WorkerCtx>, slot: &Rc<Slot>, firs
     ctx.live.set(ctx.live.get() + 1);
     let guard = LiveGuard(ctx.clone());
     let (ctx, slot_ref) = (ctx.clone(), slot.clone());
-    let task = volt_rt::spawn(async move {
-        let _guard = guard;
-        driver::drive::<T>(&ctx, &slot_ref, conn).await;
-    });
+    // A task per protocol, so that each driver's future is inlined into its task's poll.
+    let task = match ctx.plan.protocol {
+        Protocol::Http1 => volt_rt::spawn(async move {
+            let _guard = guard;
+            driver::drive::<T>(&ctx, &slot_ref, conn).await;
+        }),
+        Protocol::Http2 => volt_rt::spawn(async move {
+            let _guard = guard;
+            crate::h2::drive::<T>(&ctx, &slot_ref, conn).await;
+        }),
+    };
     *slot.task.borrow_mut() = Some(task);
 }
 

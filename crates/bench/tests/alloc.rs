@@ -94,3 +94,33 @@ fn rate_mode_allocates_nothing_per_request() {
         assert_flat("rate", make, 4_000);
     });
 }
+
+/// HTTP/2: streams opened from header blocks encoded once, responses decoded in place, the
+/// stream table and buffers reused. (The scripted server allocates nothing per request.)
+fn assert_h2_flat(name: &str, connections: usize, rate: Option<f64>, n: u64) {
+    let server = common::h2server::H2Server::start(common::h2server::H2Behavior::Hello);
+    let url = server.url("/");
+    let make = || {
+        let b = volt_bench::Config::builder()
+            .url(url.clone())
+            .protocol(volt_bench::Protocol::Http2)
+            .connections(connections)
+            .streams(8)
+            .threads(1);
+        match rate {
+            Some(r) => b.rate(r),
+            None => b,
+        }
+    };
+    assert_flat(name, make, n);
+}
+
+#[test]
+fn h2_closed_loop_allocates_nothing_per_request() {
+    guard(|| assert_h2_flat("h2", 4, None, 20_000));
+}
+
+#[test]
+fn h2_rate_mode_allocates_nothing_per_request() {
+    guard(|| assert_h2_flat("h2 rate", 2, Some(20_000.0), 4_000));
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use volt_bench::{Config, RequestLine, Sweep};
+use volt_bench::{Config, Protocol, RequestLine, Sweep};
 
 #[derive(Parser, Debug)]
 #[command(name = "volt", version, about = "The volt HTTP toolkit")]
@@ -19,8 +19,9 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Load-test an HTTP/1.1 server: closed loop (like wrk), constant rate with latency
-    /// corrected for coordinated omission (like wrk2), or a sweep over rates or connections.
+    /// Load-test an HTTP/1.1 or HTTP/2 (h2c) server: closed loop (like wrk, or h2load with
+    /// --h2), constant rate with latency corrected for coordinated omission (like wrk2), or a
+    /// sweep over rates or connections.
     Bench(BenchArgs),
 }
 
@@ -31,7 +32,8 @@ Examples:
   volt bench -c 256 --pipeline 16 -t 1 http://127.0.0.1:8080/plaintext
   volt bench -c 32 --rate 20k -d 30s http://127.0.0.1:8080/json
   volt bench -c 64 --sweep rate=10k,20k,40k --html sweep.html http://127.0.0.1:8080/
-  volt bench -n 10000 --no-keepalive -c 32 http://127.0.0.1:8080/")]
+  volt bench -n 10000 --no-keepalive -c 32 http://127.0.0.1:8080/
+  volt bench --h2 -c 16 --streams 32 -d 10s http://127.0.0.1:8080/plaintext")]
 struct BenchArgs {
     /// URLs to load, in round robin (all on one host and port)
     #[arg(value_name = "URL", required_unless_present = "request_list")]
@@ -74,6 +76,15 @@ struct BenchArgs {
     /// Open a new connection for every request (sent with `Connection: close`), like ab
     #[arg(long)]
     no_keepalive: bool,
+
+    /// HTTP/2 with prior knowledge (h2c) on an http:// URL, like h2load
+    #[arg(long)]
+    h2: bool,
+
+    /// With --h2: the most requests in flight on each connection, as concurrent streams (fewer
+    /// if the server's SETTINGS_MAX_CONCURRENT_STREAMS says so); h2load's -m
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    streams: usize,
 
     /// Request method
     #[arg(short = 'm', long, value_name = "METHOD", default_value = "GET")]
@@ -190,6 +201,7 @@ fn build_config(args: &BenchArgs) -> Result<Config, volt_bench::Error> {
         .pipeline(args.pipeline)
         .method(args.method.clone())
         .keepalive(!args.no_keepalive)
+        .streams(args.streams)
         .timeout(args.timeout)
         .progress(!args.quiet)
         .stop_on_signal(true);
@@ -198,6 +210,9 @@ fn build_config(args: &BenchArgs) -> Result<Config, volt_bench::Error> {
     }
     if let Some(path) = &args.request_list {
         b = b.requests(RequestLine::read_list(path)?);
+    }
+    if args.h2 {
+        b = b.protocol(Protocol::Http2);
     }
     if let Some(t) = args.threads {
         b = b.threads(t);

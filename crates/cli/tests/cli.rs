@@ -53,6 +53,32 @@ fn conflicting_flags_are_one_line_errors() {
     assert_usage_error(&["bench"], "URL");
 }
 
+#[test]
+fn h2_flags_that_mean_nothing_together_are_one_line_errors() {
+    let url = "http://127.0.0.1:9/";
+    assert_usage_error(
+        &["bench", "--h2", "--pipeline", "4", url],
+        "--h2 conflicts with --pipeline",
+    );
+    assert_usage_error(
+        &["bench", "--h2", "--no-keepalive", url],
+        "--h2 conflicts with --no-keepalive",
+    );
+    assert_usage_error(&["bench", "--streams", "8", url], "--streams needs --h2");
+    assert_usage_error(
+        &["bench", "--h2", "--streams", "0", url],
+        "--streams must be at least 1",
+    );
+    assert_usage_error(
+        &["bench", "--h2", "--streams", "1000000", url],
+        "--streams must be at most",
+    );
+    assert_usage_error(
+        &["bench", "--h2", "https://127.0.0.1:9/"],
+        "https is not supported",
+    );
+}
+
 /// Values that parse but that no run can use: one line, not a panic (`-d`, `--timeout` and
 /// `--warmup` past what `Instant` can add overflowed it; a huge `--pipeline` or `-c` aborted
 /// on a failed allocation).

@@ -2,6 +2,9 @@
 //! asks for (valid, malformed, stalled), and counts what it saw.
 #![allow(dead_code)] // each test binary uses part of this module
 
+pub mod h2server;
+pub mod volt_server;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -43,47 +46,28 @@ pub enum Behavior {
 pub struct TestServer {
     pub addr: SocketAddr,
     shared: Arc<Shared>,
-    accept_thread: Option<JoinHandle<()>>,
+    acceptor: Acceptor,
 }
 
 struct Shared {
     behavior: Behavior,
-    accepts: AtomicUsize,
     requests: AtomicUsize,
-    stop: AtomicBool,
     first_request: Mutex<Option<Instant>>,
-    connections: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl TestServer {
     pub fn start(behavior: Behavior) -> TestServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a test port");
-        let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared {
             behavior,
-            accepts: AtomicUsize::new(0),
             requests: AtomicUsize::new(0),
-            stop: AtomicBool::new(false),
             first_request: Mutex::new(None),
-            connections: Mutex::new(Vec::new()),
         });
         let s = shared.clone();
-        let accept_thread = std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.stop.load(Ordering::Acquire) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                s.accepts.fetch_add(1, Ordering::AcqRel);
-                let s2 = s.clone();
-                let handle = std::thread::spawn(move || serve(conn, &s2));
-                s.connections.lock().unwrap().push(handle);
-            }
-        });
+        let acceptor = Acceptor::start(move |conn, stop| serve(conn, &s, stop));
         TestServer {
-            addr,
+            addr: acceptor.addr,
             shared,
-            accept_thread: Some(accept_thread),
+            acceptor,
         }
     }
 
@@ -93,7 +77,7 @@ impl TestServer {
 
     /// Connections accepted.
     pub fn accepts(&self) -> usize {
-        self.shared.accepts.load(Ordering::Acquire)
+        self.acceptor.accepts()
     }
 
     /// Complete requests read.
@@ -102,14 +86,61 @@ impl TestServer {
     }
 }
 
-impl Drop for TestServer {
+/// A listener on a free port whose connections are each served on a thread of their own;
+/// dropping it stops and joins them all.
+pub struct Acceptor {
+    pub addr: SocketAddr,
+    accepts: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    connections: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Acceptor {
+    /// `serve` gets each connection and the flag that tells it to stop.
+    pub fn start(serve: impl Fn(TcpStream, &AtomicBool) + Send + Sync + 'static) -> Acceptor {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a test port");
+        let addr = listener.local_addr().unwrap();
+        let accepts = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let connections = Arc::new(Mutex::new(Vec::new()));
+        let serve = Arc::new(serve);
+        let (a, s, c) = (accepts.clone(), stop.clone(), connections.clone());
+        let thread = std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if s.load(Ordering::Acquire) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                a.fetch_add(1, Ordering::AcqRel);
+                let (serve, stop) = (serve.clone(), s.clone());
+                let handle = std::thread::spawn(move || serve(conn, &stop));
+                c.lock().unwrap().push(handle);
+            }
+        });
+        Acceptor {
+            addr,
+            accepts,
+            stop,
+            connections,
+            thread: Some(thread),
+        }
+    }
+
+    /// Connections accepted.
+    pub fn accepts(&self) -> usize {
+        self.accepts.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Acceptor {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
+        self.stop.store(true, Ordering::Release);
         let _ = TcpStream::connect(self.addr); // wakes the accept loop
-        if let Some(t) = self.accept_thread.take() {
+        if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        let handles = std::mem::take(&mut *self.shared.connections.lock().unwrap());
+        let handles = std::mem::take(&mut *self.connections.lock().unwrap());
         for h in handles {
             let _ = h.join();
         }
@@ -117,7 +148,7 @@ impl Drop for TestServer {
 }
 
 /// One connection: read requests, answer every complete one, in order, with one write.
-fn serve(mut conn: TcpStream, s: &Shared) {
+fn serve(mut conn: TcpStream, s: &Shared, stop: &AtomicBool) {
     let _ = conn.set_nodelay(true);
     let _ = conn.set_read_timeout(Some(Duration::from_millis(50)));
     let mut buf = Vec::with_capacity(8192);
@@ -126,7 +157,7 @@ fn serve(mut conn: TcpStream, s: &Shared) {
     // so the allocation tests (which count every thread) see the load generator's alone.
     let mut out = Vec::with_capacity(8192);
     loop {
-        if s.stop.load(Ordering::Acquire) {
+        if stop.load(Ordering::Acquire) {
             return;
         }
         match conn.read(&mut chunk) {

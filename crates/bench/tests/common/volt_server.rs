@@ -1,0 +1,99 @@
+//! volt's own server (volt-http, which speaks h2c with prior knowledge on any plain port) on
+//! a thread of its own, with handlers that count what they saw.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use volt_http::{get, Config, Request, Router, Server, ServerHandle, StatusCode};
+
+/// What the handlers counted.
+#[derive(Default)]
+pub struct Calls {
+    /// Handler calls.
+    pub calls: AtomicUsize,
+    /// Calls under way right now, and the most at once.
+    pub running: AtomicUsize,
+    pub max_running: AtomicUsize,
+}
+
+pub struct VoltServer {
+    pub addr: SocketAddr,
+    pub calls: Arc<Calls>,
+    handle: ServerHandle,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+/// Serves `/` (200, `Hello, World!`), `/slow` (the same after `delay`, counting how many run at
+/// once), `/503`; anything else is the router's 404.
+pub fn start(config: Config, delay: Duration) -> VoltServer {
+    let calls = Arc::new(Calls::default());
+    let (c1, c2, c3) = (calls.clone(), calls.clone(), calls.clone());
+    let app = Router::new()
+        .route(
+            "/",
+            get(move |_req: Request| {
+                c1.calls.fetch_add(1, Ordering::AcqRel);
+                async { "Hello, World!" }
+            }),
+        )
+        .route(
+            "/slow",
+            get(move |_req: Request| {
+                let calls = c2.clone();
+                async move {
+                    calls.calls.fetch_add(1, Ordering::AcqRel);
+                    let now = calls.running.fetch_add(1, Ordering::AcqRel) + 1;
+                    calls.max_running.fetch_max(now, Ordering::AcqRel);
+                    volt_rt::time::sleep(delay).await;
+                    calls.running.fetch_sub(1, Ordering::AcqRel);
+                    "Hello, World!"
+                }
+            }),
+        )
+        .route(
+            "/503",
+            get(move |_req: Request| {
+                c3.calls.fetch_add(1, Ordering::AcqRel);
+                async { StatusCode::SERVICE_UNAVAILABLE }
+            }),
+        );
+    let server = Server::bind("127.0.0.1:0")
+        .expect("binding a free port")
+        .workers(1)
+        .handle_signals(false)
+        .config(config);
+    let addr = server.local_addr();
+    let handle = server.handle();
+    let thread = std::thread::spawn(move || server.serve(app));
+    VoltServer {
+        addr,
+        calls,
+        handle,
+        thread: Some(thread),
+    }
+}
+
+impl VoltServer {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn calls(&self) -> usize {
+        self.calls.calls.load(Ordering::Acquire)
+    }
+
+    pub fn max_running(&self) -> usize {
+        self.calls.max_running.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for VoltServer {
+    fn drop(&mut self) {
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
