@@ -36,8 +36,9 @@ fn rate_sweep_json_hdr_log_and_html() {
             assert_eq!(level.rate, Some(rate));
             assert_eq!(level.errors.total, 0);
             let achieved = level.achieved_rate.unwrap();
+            // Within 15%: a loaded host may hold the generator's timer back for a while.
             assert!(
-                (achieved - rate).abs() / rate < 0.05,
+                (achieved - rate).abs() / rate < 0.15,
                 "{achieved} vs {rate}"
             );
             assert!(level.service_time_us.is_some() && level.send_lag_us.is_some());
@@ -86,7 +87,12 @@ fn rate_sweep_json_hdr_log_and_html() {
         for entry in IntervalLogIterator::new(&log) {
             if let LogEntry::Interval(h) = entry.expect("a valid log line") {
                 intervals += 1;
-                assert!(h.duration() <= Duration::from_millis(1_010));
+                // About a second each (a loaded host may wake the timer late).
+                assert!(
+                    h.duration() <= Duration::from_millis(1_250),
+                    "{:?}",
+                    h.duration()
+                );
                 let bytes = base64_decode(h.encoded_histogram());
                 let hist: hdrhistogram::Histogram<u64> =
                     deserializer.deserialize(&mut &bytes[..]).unwrap();
