@@ -59,6 +59,7 @@
 #![forbid(unsafe_code)]
 
 mod body;
+mod cgi;
 mod client;
 mod config;
 mod conn;
@@ -75,6 +76,7 @@ mod tls;
 mod transport;
 
 pub use body::{Body, BodySender, BodyStream};
+pub use cgi::Cgi;
 pub use client::{Client, ClientBuilder, ClientResponse, RequestBuilder};
 pub use config::Config;
 pub use error::Error;
