@@ -605,3 +605,43 @@ fn dechunk(mut body: &str) -> String {
             .expect("CRLF after a chunk");
     }
 }
+
+#[test]
+fn over_http2_a_body_of_unknown_length_is_read_whole_and_a_reset_kills_the_script() {
+    let scripts = Scripts::new("h2");
+    scripts.add(
+        "echo.sh",
+        "printf 'Content-Type: text/plain\\n\\n%s %s;' \"$SERVER_PROTOCOL\" \"$CONTENT_LENGTH\"\nexec cat",
+    );
+    let pid_file = scripts.dir.join("pid");
+    scripts.add(
+        "silent.sh",
+        &format!("echo $$ > {}\nexec sleep 60", pid_file.display()),
+    );
+    let server = scripts.serve(|c| c);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = volt_http::Client::builder().http2_prior_knowledge().build();
+        let (mut sender, body) = volt_http::Body::channel();
+        volt_rt::spawn(async move {
+            for part in ["one ", "two ", "three"] {
+                sender.send(part).await.unwrap();
+            }
+        });
+        let url = format!("http://{addr}/cgi-bin/echo.sh");
+        let response = client.post(&url).body(body).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.text().await.unwrap(), "HTTP/2.0 13;one two three");
+
+        // The client gives up before the script wrote anything: the stream is reset, the
+        // handler dropped, and the script killed.
+        let url = format!("http://{addr}/cgi-bin/silent.sh");
+        let send = client.get(&url).send();
+        let gave_up = volt_rt::time::timeout(Duration::from_secs(1), send).await;
+        assert!(gave_up.is_err(), "the silent script answered");
+    });
+    assert!(
+        wait_gone(pid_in(&pid_file)),
+        "the script outlived its request"
+    );
+}
