@@ -6,6 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::unix::ffi::OsStringExt;
 use std::path::Path;
 
+use super::CONNECTION_FIELDS;
 use crate::Request;
 
 /// A script's environment: name and value pairs.
@@ -19,22 +20,14 @@ pub(super) const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// that have meta-variables of their own, and those about one connection. `Proxy` is not a
 /// standard field: as `HTTP_PROXY` it would pass for the proxy setting most HTTP libraries read
 /// from the environment, handing the client the script's outgoing requests (httpoxy,
-/// CVE-2016-5385).
-const NOT_PASSED: [&str; 12] = [
+/// CVE-2016-5385). The fields about one connection ([`CONNECTION_FIELDS`]) are not passed either.
+const NOT_PASSED: [&str; 5] = [
     "authorization",
     "proxy-authorization",
     "content-length",
     "content-type",
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
     "proxy",
 ];
-
 fn push(env: &mut Env, name: &str, value: impl Into<OsString>) {
     env.push((name.into(), value.into()));
 }
@@ -105,7 +98,8 @@ fn server_name(host: Option<&str>, local: Option<SocketAddr>) -> String {
     }
 }
 
-/// `HTTP_*` for each request header field but [`NOT_PASSED`] and those `Connection` names
+/// `HTTP_*` for each request header field but [`NOT_PASSED`], [`CONNECTION_FIELDS`] and those
+/// `Connection` names
 /// (§4.1.18): the name upper-cased, `-` as `_`; repeated fields joined into one value with
 /// `, ` (`; ` for `Cookie`, which HTTP/2 splits into one field per cookie). A name with an
 /// `_` is dropped: `X_Forwarded_For` would reach the script as the `X-Forwarded-For` a proxy
@@ -123,6 +117,7 @@ fn header_variables(req: &Request, env: &mut Env) {
         if name.is_empty()
             || name.contains('_')
             || NOT_PASSED.contains(&lower.as_str())
+            || CONNECTION_FIELDS.contains(&lower.as_str())
             || listed_in_connection.contains(&lower)
         {
             continue;

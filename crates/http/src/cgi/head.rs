@@ -4,18 +4,6 @@
 use http::header::{HeaderName, HeaderValue};
 use http::StatusCode;
 
-/// Header fields that describe one connection (RFC 9110 §7.6.1), and `Content-Length`, which
-/// the gateway frames itself: never passed on from a script.
-const NOT_PASSED: [&str; 7] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-];
-
 /// Where the header block ends in `buf`: the length of the block with its blank line, or
 /// `None` if it has not ended yet. Lines end with LF or CRLF (§6.3: servers take either).
 pub(super) fn end(buf: &[u8]) -> Option<usize> {
@@ -110,7 +98,7 @@ pub(super) fn parse(block: &[u8]) -> Result<Head, Malformed> {
                     .ok_or_else(|| bad("a bad Content-Length"))?;
                 content_length = Some(length);
             }
-            n if NOT_PASSED.contains(&n) => {}
+            n if super::CONNECTION_FIELDS.contains(&n) => {}
             _ => fields.push((name, value)),
         }
     }

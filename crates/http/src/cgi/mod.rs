@@ -33,6 +33,19 @@ use crate::request::percent_decode;
 use crate::router::{any, MethodRouter};
 use crate::{Body, Error, IntoResponse, Request, Response, Service};
 
+/// Header fields about one connection (RFC 9110 §7.6.1), passed neither way: not to a script
+/// as `HTTP_*`, not from a script's header block to the client (the server frames and keeps its
+/// connections itself; a script's `Content-Length` is taken apart).
+const CONNECTION_FIELDS: [&str; 7] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
 /// The largest header block a script may write: 502 beyond.
 const MAX_HEAD_BYTES: usize = 32 * 1024;
 
