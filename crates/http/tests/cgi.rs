@@ -335,9 +335,11 @@ fn paths_out_of_the_directory_or_to_no_script_are_refused() {
 #[test]
 fn large_bodies_stream_both_ways_byte_for_byte() {
     let scripts = Scripts::new("large");
+    let pid_file = scripts.dir.join("pid");
+    let cat = "printf 'Content-Type: application/octet-stream\\n\\n'\nexec cat";
     scripts.add(
         "cat.sh",
-        "printf 'Content-Type: application/octet-stream\\n\\n'\nexec cat",
+        &format!("echo $$ > {}\n{cat}", pid_file.display()),
     );
     let server = scripts.serve(|c| c);
     let mut rng = XorShift(48);
@@ -362,6 +364,8 @@ fn large_bodies_stream_both_ways_byte_for_byte() {
     assert_eq!(r.header("content-type"), Some("application/octet-stream"));
     assert_eq!(r.body.len(), body.len());
     assert!(r.body == body, "the echoed body differs");
+    // A script that ended on its own is reaped too.
+    assert!(wait_gone(pid_in(&pid_file)), "the script was not reaped");
 }
 
 #[test]
@@ -644,4 +648,25 @@ fn over_http2_a_body_of_unknown_length_is_read_whole_and_a_reset_kills_the_scrip
         wait_gone(pid_in(&pid_file)),
         "the script outlived its request"
     );
+}
+
+#[test]
+fn a_slow_upload_does_not_count_against_the_script() {
+    let scripts = Scripts::new("slow-upload");
+    // Reads all of stdin before it writes anything.
+    scripts.add(
+        "whole.sh",
+        "body=$(cat)\nprintf 'Content-Type: text/plain\\n\\n%s' \"$body\"",
+    );
+    let server = scripts.serve(|c| c.timeout(Duration::from_secs(2)));
+    let mut c = server.connect();
+    c.send(b"POST /cgi-bin/whole.sh HTTP/1.1\r\nHost: t\r\nContent-Length: 12\r\n\r\n");
+    // 3 s of upload, a piece every half second: longer than the timeout, never silent as long.
+    for piece in ["ab", "cd", "ef", "gh", "ij", "kl"] {
+        thread::sleep(Duration::from_millis(500));
+        c.send(piece.as_bytes());
+    }
+    let r = c.read_response();
+    assert_eq!(r.status, 200, "{}", r.body_text());
+    assert_eq!(r.body, b"abcdefghijkl");
 }

@@ -11,7 +11,7 @@ mod head;
 mod process;
 mod script;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fmt;
@@ -19,6 +19,7 @@ use std::future::{poll_fn, Future};
 use std::io;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -105,7 +106,8 @@ impl Cgi {
 
     /// How long a script may keep the server waiting for output: for its header block, and
     /// then for each further piece of its body (time the script spends blocked on a slow
-    /// client does not count). A script past it is killed: 504 if its header block had not
+    /// client does not count: neither a response the client reads slowly nor a request body
+    /// that keeps arriving, each piece of which starts the wait again). A script past it is killed: 504 if its header block had not
     /// come, else the response is cut short (the connection closes). Default 30 s.
     pub fn timeout(mut self, timeout: Duration) -> Cgi {
         Arc::make_mut(&mut self.settings).timeout = timeout;
@@ -268,10 +270,13 @@ async fn run(settings: Arc<Settings>, mut req: Request) -> Response {
         }
     };
     let mut running = running;
-    let feeding: Feeding = Box::pin(feed(req, body, running.stdin.take()));
+    let fed = Rc::new(Cell::new(0));
+    let feeding: Feeding = Box::pin(feed(req, body, running.stdin.take(), fed.clone()));
     let mut output = Output {
         running,
         feeding: Some(feeding),
+        fed,
+        fed_seen: 0,
         timeout: settings.timeout,
         deadline: sleep(settings.timeout),
         first: None,
@@ -291,11 +296,14 @@ enum Source {
 
 /// Feeds the body to the script's stdin, [`process::STDIN_WINDOW`] pieces ahead of the writes
 /// at most, then closes stdin. Reading stops early, with no error, when the script stops
-/// reading (a write failed): the server then drains or closes as for any unread body.
+/// reading (a write failed): the server then drains or closes as for any unread body. `fed`
+/// counts the pieces handed on: while they keep coming, the script is waiting on the client,
+/// and its timeout starts again with each.
 async fn feed(
     mut req: Request,
     mut source: Source,
     stdin: Option<process::Stdin>,
+    fed: Rc<Cell<u64>>,
 ) -> Result<(), Error> {
     let Some(process::Stdin {
         pieces,
@@ -318,6 +326,7 @@ async fn feed(
             return Ok(());
         }
         unwritten += 1;
+        fed.set(fed.get() + 1);
         while unwritten >= process::STDIN_WINDOW {
             match written.recv().await {
                 Some(Ok(())) => unwritten -= 1,
@@ -343,6 +352,9 @@ type Feeding = Pin<Box<dyn Future<Output = Result<(), Error>>>>;
 struct Output {
     running: process::Running,
     feeding: Option<Feeding>,
+    /// Pieces of body handed to stdin so far, and as of the last look.
+    fed: Rc<Cell<u64>>,
+    fed_seen: u64,
     timeout: Duration,
     deadline: Sleep,
     /// Body bytes read along with the header block.
@@ -357,6 +369,10 @@ impl Output {
             if let Poll::Ready(fed) = feeding.as_mut().poll(cx) {
                 self.feeding = None;
                 fed.map_err(Stop::Body)?;
+            }
+            if self.fed.get() != self.fed_seen {
+                self.fed_seen = self.fed.get();
+                self.deadline.reset(volt_rt::time::now() + self.timeout);
             }
         }
         match self.running.stdout.poll_recv(cx) {
