@@ -670,3 +670,34 @@ fn a_slow_upload_does_not_count_against_the_script() {
     assert_eq!(r.status, 200, "{}", r.body_text());
     assert_eq!(r.body, b"abcdefghijkl");
 }
+
+#[test]
+fn the_server_body_limit_applies_to_scripts() {
+    let scripts = Scripts::new("limit-body");
+    scripts.add(
+        "whole.sh",
+        "body=$(cat)\nprintf 'Content-Type: text/plain\\n\\n%s' \"$body\"",
+    );
+    let config = volt_http::Config {
+        max_body_bytes: 10,
+        ..Default::default()
+    };
+    let cgi = Cgi::new(&scripts.dir);
+    let server = common::start_with(1, config, Router::new().route("/cgi-bin/{*script}", cgi));
+    let r = exchange(
+        &server,
+        b"POST /cgi-bin/whole.sh HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n0123456789",
+    );
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"0123456789"[..]));
+    let r = exchange(
+        &server,
+        b"POST /cgi-bin/whole.sh HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\n0123456789a",
+    );
+    assert_eq!(r.status, 413);
+    let r = exchange(
+        &server,
+        b"POST /cgi-bin/whole.sh HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n\
+          6\r\n012345\r\n6\r\n6789ab\r\n0\r\n\r\n",
+    );
+    assert_eq!(r.status, 413);
+}
