@@ -701,3 +701,15 @@ fn the_server_body_limit_applies_to_scripts() {
     );
     assert_eq!(r.status, 413);
 }
+
+#[test]
+fn a_script_that_cannot_start_answers_500() {
+    let scripts = Scripts::new("no-start");
+    let path = scripts.dir.join("orphan.sh");
+    fs::write(&path, "#!/nonexistent/interpreter\n").unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    let server = scripts.serve(|c| c);
+    let r = get(&server, "/cgi-bin/orphan.sh");
+    assert_eq!(r.status, 500);
+    assert_eq!(r.body_text(), "the CGI script could not start\n");
+}

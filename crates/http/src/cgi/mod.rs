@@ -235,7 +235,7 @@ async fn run(settings: Arc<Settings>, mut req: Request) -> Response {
     let job = {
         let settings = settings.clone();
         volt_rt::spawn_blocking(move || {
-            let found = script::find(&settings.root, &segments).map_err(Err)?;
+            let found = script::find(&settings.root, &segments).map_err(NotStarted::Refused)?;
             let document_root = settings.document_root.as_ref().unwrap_or(&settings.root);
             let document_root = std::path::absolute(document_root).unwrap_or_default();
             env::script_variables(&mut env, &mount, &segments, found.depth, &document_root);
@@ -246,30 +246,23 @@ async fn run(settings: Arc<Settings>, mut req: Request) -> Response {
                 with_stdin,
                 name,
             };
-            process::start(launch).map_err(Ok)
+            process::start(launch).map_err(NotStarted::Failed)
         })
     };
-    let running = match job.await {
-        Ok(Ok(running)) => running,
-        Ok(Err(Err(refusal))) => return error(refusal.status, refusal.why),
-        Ok(Err(Ok(e))) => {
-            log::error!(
-                "CGI: starting a script under {}: {e}",
-                settings.root.display()
-            );
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the CGI script could not start",
-            );
-        }
-        Err(_) => {
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the CGI script could not start",
-            )
+    let started = job.await.unwrap_or_else(|_| {
+        let panicked = io::Error::other("the job starting it panicked");
+        Err(NotStarted::Failed(panicked))
+    });
+    let mut running = match started {
+        Ok(running) => running,
+        Err(NotStarted::Refused(refusal)) => return error(refusal.status, refusal.why),
+        Err(NotStarted::Failed(e)) => {
+            let root = settings.root.display();
+            log::error!("CGI: starting a script under {root}: {e}");
+            let status = StatusCode::INTERNAL_SERVER_ERROR;
+            return error(status, "the CGI script could not start");
         }
     };
-    let mut running = running;
     let fed = Rc::new(Cell::new(0));
     let feeding: Feeding = Box::pin(feed(req, body, running.stdin.take(), fed.clone()));
     let mut output = Output {
@@ -286,6 +279,14 @@ async fn run(settings: Arc<Settings>, mut req: Request) -> Response {
         Ok(head) => output.respond(head),
         Err(response) => response,
     }
+}
+
+/// Why a script did not start.
+enum NotStarted {
+    /// The path names no script to run (403, 404, 400).
+    Refused(script::Refusal),
+    /// The fork, the exec or a pipe's thread failed (500).
+    Failed(io::Error),
 }
 
 /// Where the request body comes from: the request (`true` if it has one) or memory.
