@@ -713,3 +713,46 @@ fn a_script_that_cannot_start_answers_500() {
     assert_eq!(r.status, 500);
     assert_eq!(r.body_text(), "the CGI script could not start\n");
 }
+
+/// Every log record of this test binary, as `level message`.
+static LOGGED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+struct Capture;
+
+impl log::Log for Capture {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        let line = format!("{} {}", record.level(), record.args());
+        LOGGED.lock().unwrap().push(line);
+    }
+    fn flush(&self) {}
+}
+
+#[test]
+fn stderr_goes_to_the_log_not_to_the_client() {
+    let _ = log::set_logger(&Capture);
+    log::set_max_level(log::LevelFilter::Warn);
+    let scripts = Scripts::new("stderr");
+    scripts.add(
+        "noisy.sh",
+        "echo 'first complaint' >&2\nprintf 'Content-Type: text/plain\\n\\nok'\necho 'second complaint' >&2",
+    );
+    let server = scripts.serve(|c| c);
+    let r = get(&server, "/cgi-bin/noisy.sh");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"ok"[..]));
+    let start = Instant::now();
+    let expected = [
+        "WARN CGI script noisy.sh: first complaint",
+        "WARN CGI script noisy.sh: second complaint",
+    ];
+    while !expected
+        .iter()
+        .all(|line| LOGGED.lock().unwrap().iter().any(|l| l == line))
+    {
+        let logged = LOGGED.lock().unwrap().clone();
+        assert!(start.elapsed() < Duration::from_secs(20), "{logged:#?}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
