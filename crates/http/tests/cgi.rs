@@ -486,7 +486,7 @@ fn a_script_past_its_timeout_is_killed_and_answered_504() {
         "slow.sh",
         &format!("echo $$ > {}\nexec sleep 60", pid_file.display()),
     );
-    let server = scripts.serve(|c| c.timeout(Duration::from_secs(1)));
+    let server = scripts.serve(|c| c.timeout(Duration::from_secs(3)));
     let r = get(&server, "/cgi-bin/slow.sh");
     assert_eq!(r.status, 504);
     assert!(
@@ -502,7 +502,7 @@ fn a_script_silent_mid_body_is_cut_off() {
         "stall.sh",
         "printf 'Content-Type: text/plain\\n\\nstart'\nexec sleep 60",
     );
-    let server = scripts.serve(|c| c.timeout(Duration::from_secs(1)));
+    let server = scripts.serve(|c| c.timeout(Duration::from_secs(3)));
     let mut c = server.connect();
     c.send(b"GET /cgi-bin/stall.sh HTTP/1.1\r\nHost: t\r\n\r\n");
     let mut all = Vec::new();
@@ -658,12 +658,12 @@ fn a_slow_upload_does_not_count_against_the_script() {
         "whole.sh",
         "body=$(cat)\nprintf 'Content-Type: text/plain\\n\\n%s' \"$body\"",
     );
-    let server = scripts.serve(|c| c.timeout(Duration::from_secs(2)));
+    let server = scripts.serve(|c| c.timeout(Duration::from_secs(4)));
     let mut c = server.connect();
     c.send(b"POST /cgi-bin/whole.sh HTTP/1.1\r\nHost: t\r\nContent-Length: 12\r\n\r\n");
-    // 3 s of upload, a piece every half second: longer than the timeout, never silent as long.
+    // 6 s of upload, a piece every second: longer than the timeout, never silent as long.
     for piece in ["ab", "cd", "ef", "gh", "ij", "kl"] {
-        thread::sleep(Duration::from_millis(500));
+        thread::sleep(Duration::from_secs(1));
         c.send(piece.as_bytes());
     }
     let r = c.read_response();
