@@ -22,6 +22,7 @@
 //!   or HTTP/1.1 as ALPN chooses. Handlers do not change.
 //! - [`Client`] makes HTTP/1.1 and HTTP/2 requests over TCP or TLS from a worker, keeps
 //!   connections per origin, and streams bodies both ways ([`ClientResponse::chunk`]).
+//! - [`Cgi`] runs CGI/1.1 scripts (RFC 3875) from a directory, on a route or as the service.
 //!
 //! # Example
 //!
@@ -55,10 +56,12 @@
 //! (rustls configuration and the TLS accept path), `h2` (volt-proto's HTTP/2 connection driven
 //! on the same transport: handlers polled inline, request and response bodies under flow
 //! control), `request` / `response` / `body`,
-//! `router`, `service`, `config`, `error`. HTTP/1 parsing and encoding live in `volt-proto`.
+//! `router`, `service`, `config`, `error`, `cgi` (the CGI gateway: script lookup, meta-variables,
+//! the process and its pipes, the script's header block). HTTP/1 parsing and encoding live in `volt-proto`.
 #![forbid(unsafe_code)]
 
 mod body;
+mod cgi;
 mod client;
 mod config;
 mod conn;
@@ -75,6 +78,7 @@ mod tls;
 mod transport;
 
 pub use body::{Body, BodySender, BodyStream};
+pub use cgi::Cgi;
 pub use client::{Client, ClientBuilder, ClientResponse, RequestBuilder};
 pub use config::Config;
 pub use error::Error;

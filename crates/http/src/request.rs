@@ -63,6 +63,17 @@ thread_local! {
     static SPARE_PARTS: RefCell<Vec<Rc<Parts>>> = const { RefCell::new(Vec::new()) };
 }
 
+thread_local! {
+    /// The address this worker's listener is bound to ([`Request::local_addr`]); set when the
+    /// worker starts.
+    static LISTEN_ADDR: Cell<Option<SocketAddr>> = const { Cell::new(None) };
+}
+
+/// Records the address of the listener the current worker serves (see [`Request::local_addr`]).
+pub(crate) fn set_listen_addr(addr: SocketAddr) {
+    LISTEN_ADDR.set(Some(addr));
+}
+
 /// Most spare heads a worker keeps besides [`LAST_PARTS`].
 const SPARE_PARTS_MAX: usize = 64;
 /// Largest head buffer a spare head keeps.
@@ -293,6 +304,16 @@ impl Request {
         self.p.remote_addr
     }
 
+    /// The address the server took this request's connection on, as its listener is bound: the
+    /// port is the one the client connected to; the IP is the bound one, so a server bound to
+    /// `0.0.0.0` gives `0.0.0.0`. `None` outside a [`Server`](crate::Server)'s worker.
+    ///
+    /// Kept per worker thread, not per connection: the HTTP/1 loop fills the request head in
+    /// its hot path, which this costs nothing (a request never leaves its worker's thread).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        LISTEN_ADDR.get()
+    }
+
     /// The raw value of header `name` (case-insensitive; the first if repeated).
     pub fn header_bytes(&self, name: &str) -> Option<&[u8]> {
         self.p
@@ -378,6 +399,12 @@ impl Request {
     /// The path parameter `name` as sent (not decoded), if the route has it.
     pub fn raw_param(&self, name: &str) -> Option<&str> {
         Some(self.find_param(name)?.value(self.path()))
+    }
+
+    /// The value of the matched route's catch-all parameter (`{*rest}`) as sent, if it has one.
+    pub(crate) fn raw_catch_all(&self) -> Option<&str> {
+        let param = self.params.as_ref()?.iter().find(|p| p.rest)?;
+        Some(param.value(self.path()))
     }
 
     fn find_param(&self, name: &str) -> Option<&Param> {
@@ -552,7 +579,7 @@ impl fmt::Debug for RequestBody {
 }
 
 /// Decodes `%XX` escapes; `None` if an escape is malformed or the result is not UTF-8.
-fn percent_decode(s: &str) -> Option<Cow<'_, str>> {
+pub(crate) fn percent_decode(s: &str) -> Option<Cow<'_, str>> {
     if !s.contains('%') {
         return Some(Cow::Borrowed(s));
     }

@@ -173,12 +173,14 @@ impl Router {
     }
 
     /// Adds `methods` at `pattern`. Segments are literal, `{name}` (one segment, captured), or a
-    /// final `{*name}` (the rest of the path, captured).
+    /// final `{*name}` (the rest of the path, captured). `methods` is a [`MethodRouter`] or
+    /// anything that becomes one, such as a [`Cgi`](crate::Cgi) gateway (every method).
     ///
     /// # Panics
     /// If the pattern is malformed (no leading `/`, a catch-all that is not last, an unclosed
     /// brace, an empty or repeated parameter name) or already registered.
-    pub fn route(mut self, pattern: &str, methods: MethodRouter) -> Router {
+    pub fn route(mut self, pattern: &str, methods: impl Into<MethodRouter>) -> Router {
+        let methods = methods.into();
         assert!(
             pattern.starts_with('/'),
             "route `{pattern}` must start with `/`"

@@ -200,6 +200,7 @@ impl Server {
                         volt_rt::Handle::current().stop();
                     });
                 }
+                crate::request::set_listen_addr(addr);
                 run_worker(listener, service, config, tls).await;
                 Ok::<(), io::Error>(())
             }

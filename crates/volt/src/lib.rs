@@ -20,7 +20,7 @@ pub use volt_proto as proto;
 pub use volt_rt as rt;
 
 pub use volt_http::{
-    any, delete, get, patch, post, put, service_fn, Body, CertKey, Client, Config, Error,
+    any, delete, get, patch, post, put, service_fn, Body, CertKey, Cgi, Client, Config, Error,
     IntoResponse, Json, Request, Response, Router, Server, ServerHandle, Service, StatusCode, Tls,
     TlsConfig,
 };
