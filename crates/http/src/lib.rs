@@ -73,6 +73,7 @@ mod server;
 mod service;
 mod tls;
 mod transport;
+mod ws;
 
 pub use body::{Body, BodySender, BodyStream};
 pub use client::{Client, ClientBuilder, ClientResponse, RequestBuilder};
@@ -85,3 +86,4 @@ pub use router::{any, delete, get, options, patch, post, put, MethodRouter, Rout
 pub use server::{Server, ServerHandle};
 pub use service::{service_fn, Service, ServiceFn};
 pub use tls::{CertKey, Tls, TlsConfig};
+pub use ws::{Message, WebSocket, WebSocketUpgrade};
