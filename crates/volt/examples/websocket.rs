@@ -45,19 +45,7 @@ fn main() -> std::io::Result<()> {
     let app = Router::new()
         .route("/echo", get(echo))
         .route("/chat", get(chat));
-    let mut addr = "127.0.0.1:8080".to_string();
-    let mut tls = tls::TlsFiles::default();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--addr" => addr = args.next().expect("--addr needs HOST:PORT"),
-            "--tls-cert" | "--tls-key" => tls.read(&arg, &mut args),
-            other => {
-                eprintln!("unknown argument `{other}`; usage: websocket [--addr HOST:PORT] [--tls-cert FILE --tls-key FILE]");
-                std::process::exit(2);
-            }
-        }
-    }
+    let (addr, tls) = tls::TlsFiles::parse_args("websocket");
     let (server, scheme) = tls.apply(Server::bind(addr.as_str())?)?;
     let ws = if scheme == "https" { "wss" } else { "ws" };
     println!(
