@@ -30,7 +30,8 @@ fn handshake(path: &str, extra: &str) -> String {
 }
 
 /// `/echo` echoes every message; `/small` too, with a 1 KiB limit; `/close` closes with 4000
-/// after the first message; `/chat` picks a subprotocol; `/fail` returns an error.
+/// after the first message; `/chat` picks a subprotocol; `/fail` returns an error, `/panic`
+/// panics.
 fn app() -> Router {
     async fn echo(mut ws: volt_http::WebSocket) -> io::Result<()> {
         while let Some(msg) = ws.recv().await? {
@@ -77,6 +78,15 @@ fn app() -> Router {
                         Err(io::Error::other("the session failed"))
                     }),
                 )
+            }),
+        )
+        .route(
+            "/panic",
+            get(|req: Request| async move {
+                Ok::<_, Error>(req.websocket()?.on_upgrade(|mut ws| async move {
+                    ws.recv().await?;
+                    panic!("the session panics");
+                }))
             }),
         )
         .route(
@@ -405,6 +415,14 @@ fn server_initiated_close_waits_for_the_clients_close() {
     ws.expect_close(1011);
     ws.send(&frame(true, CLOSE, b""));
     ws.expect_eof();
+    // So does one that panics; the worker serves on.
+    let mut ws = Ws::connect(server.addr());
+    ws.open("/panic");
+    ws.send(&frame(true, TEXT, b"boom"));
+    ws.expect_close(1011);
+    ws.send(&frame(true, CLOSE, b""));
+    ws.expect_eof();
+    assert!(server.get("/plain101").starts_with("HTTP/1.1 500"));
 }
 
 #[test]

@@ -183,7 +183,7 @@ impl WebSocketUpgrade {
 
     /// The 101 that accepts the handshake; once it is written, the connection stops being
     /// HTTP and `session` runs on it. When `session` returns, the connection is closed (close
-    /// code 1000 for `Ok`, 1011 for `Err`) if it is not already.
+    /// code 1000 for `Ok`, 1011 for `Err` or a panic) if it is not already.
     pub fn on_upgrade<F, Fut>(self, session: F) -> Response
     where
         F: FnOnce(WebSocket) -> Fut + 'static,

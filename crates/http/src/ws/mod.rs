@@ -9,10 +9,12 @@
 mod handshake;
 mod socket;
 
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::rc::Rc;
+use std::task::Poll;
 
 use bytes::{Bytes, BytesMut};
 
@@ -88,6 +90,15 @@ pub(crate) async fn run(
     // The session owns the socket while it runs; it is shared with this function so that
     // the close handshake can finish after the session's future is gone.
     let shared = ws.share();
-    let ended = (start)(ws).await;
+    let mut session = (start)(ws);
+    // A panic ends the session as an error does (1011); the worker goes on.
+    let ended = poll_fn(|cx| {
+        catch_unwind(AssertUnwindSafe(|| session.as_mut().poll(cx))).unwrap_or_else(|_| {
+            let e = io::Error::other("the WebSocket session panicked");
+            Poll::Ready(Err(e))
+        })
+    })
+    .await;
+    drop(session);
     socket::finish(&shared, ended.is_ok()).await;
 }
