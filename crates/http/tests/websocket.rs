@@ -80,6 +80,15 @@ fn app() -> Router {
                 )
             }),
         )
+        .route("/hi", get(|_req| async { "hi" }))
+        .route(
+            "/later",
+            get(|req: Request| async move {
+                // Answered after a wait: the 101 leaves from the connection's slow path.
+                volt_rt::time::sleep(Duration::from_millis(20)).await;
+                Ok::<_, Error>(req.websocket()?.on_upgrade(echo))
+            }),
+        )
         .route(
             "/panic",
             get(|req: Request| async move {
@@ -352,6 +361,30 @@ fn frames_in_the_handshakes_packet_are_not_lost() {
     assert!(ws.head().starts_with("HTTP/1.1 101 "));
     assert_eq!(ws.frame(), (true, TEXT, b"first".to_vec()));
     assert_eq!(ws.frame(), (true, BINARY, b"second".to_vec()));
+}
+
+#[test]
+fn upgrade_after_a_handler_wait_and_after_pipelined_requests() {
+    let server = start(app());
+    let mut ws = Ws::connect(server.addr());
+    let mut bytes = handshake("/later", "").into_bytes();
+    bytes.extend(frame(true, TEXT, b"early"));
+    ws.send(&bytes);
+    assert!(ws.head().starts_with("HTTP/1.1 101 "));
+    assert_eq!(ws.frame(), (true, TEXT, b"early".to_vec()));
+    // A plain request, the handshake and a frame in one packet: answered in order.
+    let mut ws = Ws::connect(server.addr());
+    let mut bytes = b"GET /hi HTTP/1.1\r\nHost: t\r\n\r\n".to_vec();
+    bytes.extend(handshake("/echo", "").into_bytes());
+    bytes.extend(frame(true, BINARY, b"after"));
+    ws.send(&bytes);
+    assert!(ws.head().starts_with("HTTP/1.1 200 OK\r\n"));
+    while ws.buf.len() < 2 {
+        assert!(ws.fill() > 0);
+    }
+    assert_eq!(ws.buf.drain(..2).collect::<Vec<u8>>(), b"hi");
+    assert!(ws.head().starts_with("HTTP/1.1 101 "));
+    assert_eq!(ws.frame(), (true, BINARY, b"after".to_vec()));
 }
 
 /// Sends `bytes` on a fresh `/path` WebSocket; expects a close with `code`, then the end.

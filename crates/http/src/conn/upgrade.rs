@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use http::{StatusCode, Version};
 
+use super::write::Nagle;
 use super::{ConnIo, Next};
 use crate::body::BodyKind;
 use crate::response::Response;
@@ -56,6 +57,11 @@ pub(super) async fn switch_to_websocket(io: Rc<ConnIo>, pending: Box<PendingUpgr
     let Ok(mut io) = Rc::try_unwrap(io) else {
         return;
     };
+    // Messages are small writes that must go at once: Nagle's algorithm, which the HTTP side
+    // leaves on after a small first write (the 101, here), would hold them back.
+    if !matches!(io.nagle.get(), Nagle::Off) {
+        let _ = io.stream.set_nodelay(true);
+    }
     let stream = io.stream.hand_over();
     let read = io.read_buf.take();
     let worker = io.worker.clone();
