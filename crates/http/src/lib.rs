@@ -20,6 +20,9 @@
 //! - HTTP/2: a plain port answers the HTTP/2 preface (prior knowledge) as well as HTTP/1; with
 //!   [`Server::tls`] and a [`TlsConfig`] (PEM certificates, SNI) the port serves HTTPS, HTTP/2
 //!   or HTTP/1.1 as ALPN chooses. Handlers do not change.
+//! - WebSocket (RFC 6455) on HTTP/1.1, plain or TLS: [`Request::websocket`] checks the
+//!   handshake, [`WebSocketUpgrade::on_upgrade`] answers 101 and runs a session on the
+//!   connection, where a [`WebSocket`] receives and sends [`Message`]s.
 //! - [`Client`] makes HTTP/1.1 and HTTP/2 requests over TCP or TLS from a worker, keeps
 //!   connections per origin, and streams bodies both ways ([`ClientResponse::chunk`]).
 //!
@@ -54,7 +57,8 @@
 //! module touching both socket and codec), `transport` (plain TCP or TLS under `conn`), `tls`
 //! (rustls configuration and the TLS accept path), `h2` (volt-proto's HTTP/2 connection driven
 //! on the same transport: handlers polled inline, request and response bodies under flow
-//! control), `request` / `response` / `body`,
+//! control), `ws` (WebSocket: the handshake, and the session on the transport the HTTP/1
+//! connection hands over; frames are `volt_proto::ws`'s), `request` / `response` / `body`,
 //! `router`, `service`, `config`, `error`. HTTP/1 parsing and encoding live in `volt-proto`.
 #![forbid(unsafe_code)]
 

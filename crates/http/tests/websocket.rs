@@ -430,6 +430,10 @@ fn invalid_utf8_closes_with_1007() {
     fails_with("/echo", &frame(true, TEXT, b"ok \xc3\x28"), 1007);
     // Found in the first fragment, before the message is whole.
     fails_with("/echo", &frame(false, TEXT, b"\xff"), 1007);
+    // Found in the first bytes of a 100 KB frame, the rest of which is never sent.
+    let mut big = vec![b'a'; 100_000];
+    big[10] = 0xff;
+    fails_with("/echo", &frame(true, TEXT, &big)[..4096], 1007);
 }
 
 #[test]

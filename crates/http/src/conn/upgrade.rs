@@ -52,8 +52,8 @@ impl ConnIo {
 /// connection gives up its transport and what it read past the request (a client may send
 /// its first frames in the same packet as the handshake).
 pub(super) async fn switch_to_websocket(io: Rc<ConnIo>, pending: Box<PendingUpgrade>) {
-    // The request had no body, so nothing else holds the connection; if something does (a
-    // task the handler spawned kept the request), the connection just closes.
+    // The request had no body, so nothing else holds the connection (only a request body's
+    // reader does; the request itself does not); were it held, the connection would close.
     let Ok(mut io) = Rc::try_unwrap(io) else {
         return;
     };

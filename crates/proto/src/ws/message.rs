@@ -25,17 +25,68 @@ pub enum Incoming {
 pub struct Decoder {
     role: Role,
     max_message: usize,
+    /// A fragmented message whose last frame has not arrived.
     partial: Option<Partial>,
+    /// Of the frame at the front of the buffer, whose payload is not all there yet: how many
+    /// payload bytes are unmasked (in place) and, for text, checked already.
+    seen: usize,
+    /// The text message under way (in `partial` or in the frame at the front).
+    utf8: Utf8,
 }
 
-/// A fragmented message whose last frame has not arrived.
 #[derive(Debug)]
 struct Partial {
     text: bool,
     data: BytesMut,
-    /// How much of `data` is known to be whole, valid UTF-8 (text only): what follows is at
-    /// most the first 3 bytes of a character cut by the fragment's end.
-    checked: usize,
+}
+
+/// A UTF-8 check fed piece by piece: the pieces may cut a character anywhere.
+#[derive(Debug, Default)]
+struct Utf8 {
+    /// The start of a character cut by the end of the last piece.
+    carry: [u8; 4],
+    carried: usize,
+}
+
+impl Utf8 {
+    fn feed(&mut self, mut data: &[u8]) -> Result<(), Error> {
+        if self.carried > 0 {
+            // The lead byte says how long the character is (a valid prefix starts with one).
+            let width = match self.carry[0] {
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                _ => 4,
+            };
+            let take = (width - self.carried).min(data.len());
+            self.carry[self.carried..self.carried + take].copy_from_slice(&data[..take]);
+            self.carried += take;
+            data = &data[take..];
+            match std::str::from_utf8(&self.carry[..self.carried]) {
+                Ok(_) => self.carried = 0,
+                // Still cut: `data` is used up.
+                Err(e) if e.error_len().is_none() => return Ok(()),
+                Err(_) => return Err(Error::InvalidUtf8),
+            }
+        }
+        match std::str::from_utf8(data) {
+            Ok(_) => Ok(()),
+            Err(e) if e.error_len().is_none() => {
+                let cut = &data[e.valid_up_to()..];
+                self.carry[..cut.len()].copy_from_slice(cut);
+                self.carried = cut.len();
+                Ok(())
+            }
+            Err(_) => Err(Error::InvalidUtf8),
+        }
+    }
+
+    /// At the end of the message: no character may be left cut.
+    fn finish(&mut self) -> Result<(), Error> {
+        match std::mem::take(&mut self.carried) {
+            0 => Ok(()),
+            _ => Err(Error::InvalidUtf8),
+        }
+    }
 }
 
 impl Decoder {
@@ -45,13 +96,16 @@ impl Decoder {
             role,
             max_message,
             partial: None,
+            seen: 0,
+            utf8: Utf8::default(),
         }
     }
 
     /// Takes frames off the front of `buf` until a message or control frame is whole, and
     /// returns it; `Ok(None)` when `buf` holds no more whole frames (the rest of an unfinished
-    /// one stays in `buf`). A message over the limit is refused as soon as a frame's head says
-    /// so, before its payload arrives; invalid text is refused at the fragment that breaks it.
+    /// one stays in `buf`, unmasked as far as it came). A message over the limit is refused as
+    /// soon as a frame's head says so, before its payload arrives; text that is not UTF-8 as
+    /// soon as the bytes that break it arrive (§8.1: "as soon as", not at the message's end).
     /// After an error the connection is to be failed: the decoder is not to be used again.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Incoming>, Error> {
         loop {
@@ -60,15 +114,15 @@ impl Decoder {
             };
             // §5.4: a message's fragments come in order, and only control frames may come
             // between them.
-            let held = match (head.opcode, &self.partial) {
+            let (held, text) = match (head.opcode, &self.partial) {
                 (Opcode::Continuation, None) => {
                     return Err(Error::Protocol("continuation frame outside a message"))
                 }
-                (Opcode::Continuation, Some(p)) => p.data.len(),
+                (Opcode::Continuation, Some(p)) => (p.data.len(), p.text),
                 (Opcode::Text | Opcode::Binary, Some(_)) => {
                     return Err(Error::Protocol("new message before the last one ended"))
                 }
-                _ => 0,
+                (opcode, _) => (0, opcode == Opcode::Text),
             };
             if !head.opcode.is_control() && head.len > (self.max_message - held) as u64 {
                 return Err(Error::TooBig {
@@ -77,70 +131,54 @@ impl Decoder {
             }
             // At most `max_message`, or 125 for a control frame: it fits a usize.
             let len = head.len as usize;
-            if buf.len() - head.head_len < len {
+            if self.seen == 0 && head.opcode == Opcode::Text {
+                self.utf8 = Utf8::default();
+            }
+            // What arrived of the payload since the last call: unmasked in place, and checked.
+            let arrived = (buf.len() - head.head_len).min(len);
+            if arrived > self.seen {
+                let new = &mut buf[head.head_len + self.seen..head.head_len + arrived];
+                if let Some(key) = head.mask {
+                    apply_mask(new, key, self.seen);
+                }
+                if text {
+                    self.utf8.feed(new)?;
+                }
+                self.seen = arrived;
+            }
+            if arrived < len {
                 return Ok(None);
             }
+            self.seen = 0;
             buf.advance(head.head_len);
-            let mut payload = buf.split_to(len);
-            if let Some(key) = head.mask {
-                apply_mask(&mut payload, key, 0);
-            }
-            let text = match head.opcode {
+            let payload = buf.split_to(len);
+            let message = match head.opcode {
                 Opcode::Ping => return Ok(Some(Incoming::Ping(payload.freeze()))),
                 Opcode::Pong => return Ok(Some(Incoming::Pong(payload.freeze()))),
                 Opcode::Close => return close_frame(&payload).map(Some),
-                Opcode::Text => true,
-                Opcode::Binary => false,
+                Opcode::Text | Opcode::Binary if head.fin => payload,
+                Opcode::Text | Opcode::Binary => {
+                    self.partial = Some(Partial {
+                        text,
+                        data: payload,
+                    });
+                    continue;
+                }
                 Opcode::Continuation => {
                     let partial = self.partial.as_mut().expect("checked above");
                     partial.data.extend_from_slice(&payload);
-                    partial.check()?;
                     if !head.fin {
                         continue;
                     }
-                    let partial = self.partial.take().expect("checked above");
-                    return partial.finish().map(Some);
+                    self.partial.take().expect("checked above").data
                 }
             };
-            let mut partial = Partial {
-                text,
-                data: payload,
-                checked: 0,
-            };
-            partial.check()?;
-            match head.fin {
-                true => return partial.finish().map(Some),
-                false => self.partial = Some(partial),
+            if !text {
+                return Ok(Some(Incoming::Binary(message.freeze())));
             }
+            self.utf8.finish()?;
+            return Ok(Some(Incoming::Text(message.freeze())));
         }
-    }
-}
-
-impl Partial {
-    /// Validates the text received since the last check (§8.1: invalid UTF-8 fails the
-    /// connection, and may be found before the message is whole).
-    fn check(&mut self) -> Result<(), Error> {
-        if !self.text {
-            return Ok(());
-        }
-        match std::str::from_utf8(&self.data[self.checked..]) {
-            Ok(_) => self.checked = self.data.len(),
-            // A character cut by the fragment's end: the next fragment may finish it.
-            Err(e) if e.error_len().is_none() => self.checked += e.valid_up_to(),
-            Err(_) => return Err(Error::InvalidUtf8),
-        }
-        Ok(())
-    }
-
-    fn finish(self) -> Result<Incoming, Error> {
-        if !self.text {
-            return Ok(Incoming::Binary(self.data.freeze()));
-        }
-        // A character still cut at the message's end.
-        if self.checked != self.data.len() {
-            return Err(Error::InvalidUtf8);
-        }
-        Ok(Incoming::Text(self.data.freeze()))
     }
 }
 

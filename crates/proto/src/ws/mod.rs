@@ -2,8 +2,9 @@
 //!
 //! - [`Decoder`] takes bytes off the front of a read buffer and gives whole [`Incoming`]
 //!   messages: it checks each frame's head (RSV bits, opcode, length, masking), unmasks,
-//!   reassembles fragmented messages up to a size limit, validates text as UTF-8 fragment by
-//!   fragment, and checks close frames (code and reason). `Ok(None)` means "need more bytes".
+//!   reassembles fragmented messages up to a size limit, validates text as UTF-8 as its bytes
+//!   arrive (across fragments, and within a frame still arriving), and checks close frames
+//!   (code and reason). `Ok(None)` means "need more bytes".
 //! - [`encode_frame`] and [`encode_close`] append a frame's wire form to a `Vec<u8>`.
 //! - [`Error`] says which rule a peer broke, and [`Error::close_code`] which close code
 //!   answers it (1002, 1007 or 1009).

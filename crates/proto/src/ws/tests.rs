@@ -291,6 +291,27 @@ fn invalid_utf8_fails_at_the_fragment_that_breaks_it() {
         &[],
         Some(Error::InvalidUtf8),
     );
+    // A frame whose payload is still arriving: refused at its first bad byte.
+    let mut d = Decoder::new(Role::Server, 1024);
+    let whole = client(
+        true,
+        Opcode::Text,
+        &[b"good \xff".as_slice(), &[b'x'; 100]].concat(),
+    );
+    let mut buf = BytesMut::from(&whole[..6 + 4]);
+    assert_eq!(d.decode(&mut buf), Ok(None));
+    buf.extend_from_slice(&whole[10..12]);
+    assert_eq!(d.decode(&mut buf), Err(Error::InvalidUtf8));
+    // Characters cut at every point of a frame's arrival, and across fragments, are fine.
+    let mut stream = client(false, Opcode::Text, "a€😀".as_bytes());
+    stream.extend(client(true, Opcode::Continuation, "é€😀b".as_bytes()));
+    check(&stream, 1024, &[text("a€😀é€😀b")], None);
+    let mut stream = client(false, Opcode::Text, b"a\xF0\x9F");
+    stream.extend(client(true, Opcode::Ping, b""));
+    stream.extend(client(false, Opcode::Continuation, b"\x98"));
+    stream.extend(client(true, Opcode::Continuation, b"\x80"));
+    let expected = [Incoming::Ping(Bytes::new()), text("a😀")];
+    check(&stream, 1024, &expected, None);
     // The first fragment is already invalid: refused before the rest arrives.
     let mut d = Decoder::new(Role::Server, 1024);
     let mut buf = BytesMut::from(&client(false, Opcode::Text, b"\xff")[..]);
