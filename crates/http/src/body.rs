@@ -55,7 +55,14 @@ pub(crate) enum BodyKind {
         stream: BodyStream,
         len: Option<u64>,
     },
+    /// No body: the 101 of a WebSocket handshake, and what runs on the connection after it
+    /// ([`WebSocketUpgrade::on_upgrade`](crate::WebSocketUpgrade::on_upgrade)). Only an
+    /// HTTP/1.1 connection acts on it; anywhere else it is an empty body.
+    Upgrade(Box<crate::ws::PendingUpgrade>),
 }
+
+// The upgrade costs no room in a body.
+const _: () = assert!(size_of::<BodyKind>() == 40);
 
 impl Body {
     /// No body.
@@ -114,6 +121,7 @@ impl Body {
         match &self.kind {
             BodyKind::Full(b) => Some(b.len() as u64),
             BodyKind::Stream { len, .. } => *len,
+            BodyKind::Upgrade(_) => Some(0),
         }
     }
 
@@ -126,7 +134,7 @@ impl Body {
     pub fn as_bytes(&self) -> Option<&Bytes> {
         match &self.kind {
             BodyKind::Full(b) => Some(b),
-            BodyKind::Stream { .. } => None,
+            BodyKind::Stream { .. } | BodyKind::Upgrade(_) => None,
         }
     }
 }
@@ -138,6 +146,7 @@ impl fmt::Debug for Body {
             BodyKind::Stream { len, .. } => {
                 f.debug_struct("Body::Stream").field("len", len).finish()
             }
+            BodyKind::Upgrade(_) => f.write_str("Body::Upgrade"),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use http::StatusCode;
+use http::{HeaderName, HeaderValue, StatusCode};
 
 use crate::response::{IntoResponse, Response};
 
@@ -14,6 +14,9 @@ use crate::response::{IntoResponse, Response};
 pub struct Error {
     status: StatusCode,
     message: String,
+    /// A header field the answer must carry (426's `Sec-WebSocket-Version`); boxed, as it is
+    /// rare.
+    header: Option<Box<(HeaderName, HeaderValue)>>,
 }
 
 impl Error {
@@ -22,7 +25,14 @@ impl Error {
         Error {
             status,
             message: message.into(),
+            header: None,
         }
+    }
+
+    /// The same error, answered with `name: value` too.
+    pub(crate) fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Error {
+        self.header = Some(Box::new((name, value)));
+        self
     }
 
     /// 400 Bad Request with `message`.
@@ -64,7 +74,12 @@ impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let mut body = self.message;
         body.push('\n');
-        Response::text(body).with_status(self.status)
+        let mut response = Response::text(body).with_status(self.status);
+        if let Some(h) = self.header {
+            let (name, value) = *h;
+            response.append_header(name, value);
+        }
+        response
     }
 }
 

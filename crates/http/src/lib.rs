@@ -20,6 +20,9 @@
 //! - HTTP/2: a plain port answers the HTTP/2 preface (prior knowledge) as well as HTTP/1; with
 //!   [`Server::tls`] and a [`TlsConfig`] (PEM certificates, SNI) the port serves HTTPS, HTTP/2
 //!   or HTTP/1.1 as ALPN chooses. Handlers do not change.
+//! - WebSocket (RFC 6455) on HTTP/1.1, plain or TLS: [`Request::websocket`] checks the
+//!   handshake, [`WebSocketUpgrade::on_upgrade`] answers 101 and runs a session on the
+//!   connection, where a [`WebSocket`] receives and sends [`Message`]s.
 //! - [`Client`] makes HTTP/1.1 and HTTP/2 requests over TCP or TLS from a worker, keeps
 //!   connections per origin, and streams bodies both ways ([`ClientResponse::chunk`]).
 //! - [`Cgi`] runs CGI/1.1 scripts (RFC 3875) from a directory, on a route or as the service.
@@ -55,9 +58,11 @@
 //! module touching both socket and codec), `transport` (plain TCP or TLS under `conn`), `tls`
 //! (rustls configuration and the TLS accept path), `h2` (volt-proto's HTTP/2 connection driven
 //! on the same transport: handlers polled inline, request and response bodies under flow
-//! control), `request` / `response` / `body`,
-//! `router`, `service`, `config`, `error`, `cgi` (the CGI gateway: script lookup, meta-variables,
-//! the process and its pipes, the script's header block). HTTP/1 parsing and encoding live in `volt-proto`.
+//! control), `ws` (WebSocket: the handshake, and the session on the transport the HTTP/1
+//! connection hands over; frames are `volt_proto::ws`'s), `request` / `response` / `body`,
+//! `router`, `service`, `config`, `error`, `cgi` (the CGI gateway: script lookup,
+//! meta-variables, the process and its pipes, the script's header block). HTTP/1 parsing and
+//! encoding live in `volt-proto`.
 #![forbid(unsafe_code)]
 
 mod body;
@@ -76,6 +81,7 @@ mod server;
 mod service;
 mod tls;
 mod transport;
+mod ws;
 
 pub use body::{Body, BodySender, BodyStream};
 pub use cgi::Cgi;
@@ -89,3 +95,4 @@ pub use router::{any, delete, get, options, patch, post, put, MethodRouter, Rout
 pub use server::{Server, ServerHandle};
 pub use service::{service_fn, Service, ServiceFn};
 pub use tls::{CertKey, Tls, TlsConfig};
+pub use ws::{Message, WebSocket, WebSocketUpgrade};

@@ -439,6 +439,11 @@ impl Request {
         &mut self.body
     }
 
+    /// Whether the request came without a body (no `Content-Length`, no `Transfer-Encoding`).
+    pub(crate) fn body_is_empty(&self) -> bool {
+        matches!(self.body.kind, RequestBodyKind::Empty)
+    }
+
     /// The whole body. Bodies over the server's limit answer 413.
     pub async fn bytes(&mut self) -> Result<Bytes, Error> {
         self.body.collect().await

@@ -149,6 +149,12 @@ impl Transport {
         }
     }
 
+    /// The whole transport, for handing the connection over to WebSocket; `self` is left
+    /// [`Transport::HandedOver`].
+    pub(crate) fn hand_over(&mut self) -> Transport {
+        std::mem::replace(self, Transport::HandedOver)
+    }
+
     /// The plain socket, for handing a cleartext connection over to HTTP/2; `self` is left
     /// [`Transport::HandedOver`]. `None` (and `self` unchanged) over TLS.
     pub(crate) fn hand_over_tcp(&mut self) -> Option<TcpStream> {

@@ -61,6 +61,8 @@
 //! - `error`: [`ParseError`].
 //! - [`h2`]: sans-I/O HTTP/2: frames, HPACK header compression, and the server side of a
 //!   connection ([`h2::server::Connection`]).
+//! - [`ws`]: sans-I/O WebSocket (RFC 6455): frame heads, masking, message reassembly with a
+//!   size limit, UTF-8 and close-code checks, encoding.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -75,6 +77,7 @@ mod headers;
 mod request;
 mod response;
 mod scan;
+pub mod ws;
 
 pub use body::{BodyDecoder, MAX_CHUNK_LINE};
 pub use date::http_date;

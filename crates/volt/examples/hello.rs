@@ -42,19 +42,7 @@ fn main() -> std::io::Result<()> {
         .route("/hello/{name}", get(hello))
         .route("/echo", post(echo))
         .state(Stats::default());
-    let mut addr = "127.0.0.1:8080".to_string();
-    let mut tls = tls::TlsFiles::default();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--addr" => addr = args.next().expect("--addr needs HOST:PORT"),
-            "--tls-cert" | "--tls-key" => tls.read(&arg, &mut args),
-            other => {
-                eprintln!("unknown argument `{other}`; usage: hello [--addr HOST:PORT] [--tls-cert FILE --tls-key FILE]");
-                std::process::exit(2);
-            }
-        }
-    }
+    let (addr, tls) = tls::TlsFiles::parse_args("hello");
     let (server, scheme) = tls.apply(Server::bind(addr.as_str())?)?;
     println!(
         "listening on {scheme}://{} (I/O: {})",

@@ -211,6 +211,10 @@ async fn send_body(
 ) -> io::Result<()> {
     match body.kind {
         BodyKind::Full(bytes) => send_data(&mut stream, bytes, wait).await?,
+        BodyKind::Upgrade(_) => {
+            let e = "a WebSocket upgrade is no request body";
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, e));
+        }
         BodyKind::Stream {
             stream: mut chunks,
             len,

@@ -804,6 +804,9 @@ async fn write_request(
             volt_proto::write_chunk(&mut out, bytes);
             None
         }
+        BodyKind::Upgrade(_) => {
+            return Err(invalid_input("a WebSocket upgrade is no request body"))
+        }
         BodyKind::Stream { stream, len } => {
             if let Sent::Answered = conn.write_all(head, wait, limits).await? {
                 return Ok(Sent::Answered);

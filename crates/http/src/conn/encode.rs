@@ -149,6 +149,8 @@ impl ConnIo {
                 Framing::Close
             }
             OutBody::Stream { len: None, .. } => Framing::Chunked,
+            // Answered by `ConnIo::upgrade` before this: any other response with it is empty.
+            OutBody::Upgrade(_) => Framing::Length(Some(0)),
         };
         encode_head(
             &mut self.write_buf.borrow_mut(),
@@ -174,7 +176,7 @@ impl ConnIo {
             OutBody::Stream { stream, .. } if !no_body => {
                 Some(Box::pin(self.write_stream(stream, framing, trailers)))
             }
-            OutBody::Stream { .. } => None,
+            OutBody::Stream { .. } | OutBody::Upgrade(_) => None,
         };
         // Usually absent: dropped here, where the field is moved out, they cost a test rather
         // than a call to their drop glue.

@@ -43,6 +43,7 @@ mod close;
 mod encode;
 mod first_line;
 mod reader;
+mod upgrade;
 mod write;
 
 use first_line::{first_line, FirstLine};
@@ -109,6 +110,8 @@ enum Next {
     Close,
     /// The client opened with the HTTP/2 preface (prior knowledge).
     Http2,
+    /// A WebSocket handshake was answered with 101: the connection switches.
+    Upgrade(Box<crate::ws::PendingUpgrade>),
 }
 
 /// Wraps an accepted socket. Done before the connection's task is spawned, so the task's
@@ -193,6 +196,12 @@ pub(crate) fn serve<S: Service>(
                             guard.untrack();
                         }
                         return Box::pin(switch_to_h2(io, service)).await;
+                    }
+                    Next::Upgrade(pending) => {
+                        if let Some(guard) = &guard {
+                            guard.untrack();
+                        }
+                        return Box::pin(upgrade::switch_to_websocket(io, pending)).await;
                     }
                 }
                 unfinished = match head_started {
@@ -626,8 +635,13 @@ impl ConnIo {
             declared,
             reader,
         } = answering;
-        // A 1xx as the final response is a handler bug, answered as a panic is.
+        // A 1xx as the final response is a handler bug, answered as a panic is; but for the
+        // 101 of a WebSocket handshake.
         let (response, panicked) = match response.status.is_informational() {
+            true if !panicked => match self.upgrade(response, version, reader.is_some()) {
+                Ok(next) => return Step::Done(next),
+                Err(response) => (response.informational_as_final(), true),
+            },
             true => (response.informational_as_final(), true),
             false => (response, panicked),
         };

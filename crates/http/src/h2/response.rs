@@ -82,7 +82,15 @@ where
                 let end = data.is_empty() && trailers.is_none();
                 (Outgoing::Full { data, trailers }, end)
             }
-            BodyKind::Stream { .. } if no_body => (
+            // HTTP/2 has no upgrade (a 101 is answered 500 before this): an empty body.
+            BodyKind::Stream { .. } | BodyKind::Upgrade(_) if no_body => (
+                Outgoing::Full {
+                    data: Bytes::new(),
+                    trailers: None,
+                },
+                true,
+            ),
+            BodyKind::Upgrade(_) => (
                 Outgoing::Full {
                     data: Bytes::new(),
                     trailers: None,
@@ -285,6 +293,7 @@ fn body_len(kind: &BodyKind) -> Option<u64> {
     match kind {
         BodyKind::Full(b) => Some(b.len() as u64),
         BodyKind::Stream { len, .. } => *len,
+        BodyKind::Upgrade(_) => Some(0),
     }
 }
 

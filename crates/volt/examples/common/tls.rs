@@ -27,6 +27,29 @@ impl TlsFiles {
         }
     }
 
+    /// `--addr HOST:PORT` (default `127.0.0.1:8080`) and the TLS options from the command
+    /// line of `example`, which takes no others: anything else exits with a usage error.
+    #[allow(
+        dead_code,
+        reason = "not every example that takes this file in parses this way"
+    )]
+    pub fn parse_args(example: &str) -> (String, TlsFiles) {
+        let mut addr = "127.0.0.1:8080".to_string();
+        let mut tls = TlsFiles::default();
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--addr" => addr = args.next().expect("--addr needs HOST:PORT"),
+                "--tls-cert" | "--tls-key" => tls.read(&arg, &mut args),
+                other => {
+                    eprintln!("unknown argument `{other}`; usage: {example} [--addr HOST:PORT] [--tls-cert FILE --tls-key FILE]");
+                    std::process::exit(2);
+                }
+            }
+        }
+        (addr, tls)
+    }
+
     /// `server`, serving HTTPS if both files were named, and its URL scheme. Exits with a
     /// usage error if only one was.
     pub fn apply(self, server: Server) -> std::io::Result<(Server, &'static str)> {

@@ -1,0 +1,221 @@
+//! The opening handshake's server side (RFC 6455 §4.2): checking the client's request, and
+//! the 101 that answers it.
+
+use std::future::Future;
+use std::io;
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use http::{header, HeaderValue, Method, StatusCode, Version};
+use sha1::{Digest, Sha1};
+
+use super::{PendingUpgrade, WebSocket};
+use crate::body::{Body, BodyKind};
+use crate::{Error, Request, Response};
+
+/// §1.3: appended to the client's key before hashing.
+const GUID: &[u8] = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+/// The default of [`WebSocketUpgrade::max_message_size`]: 16 MiB.
+const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
+
+/// A checked WebSocket handshake, from [`Request::websocket`]: set its options, then answer
+/// it with [`WebSocketUpgrade::on_upgrade`].
+#[derive(Debug)]
+pub struct WebSocketUpgrade {
+    accept: HeaderValue,
+    /// The subprotocols the client offered, in its order.
+    offered: Vec<String>,
+    pub(super) options: Options,
+}
+
+/// What the session is set up with.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub(crate) max_message: usize,
+    pub(crate) idle_timeout: Option<Duration>,
+    pub(crate) protocol: Option<String>,
+}
+
+impl Request {
+    /// Checks that this request opens a WebSocket (RFC 6455 §4.2.1): an HTTP/1.1 `GET` with
+    /// no body, `Upgrade: websocket`, `Connection: upgrade` (each a token, in any case, maybe
+    /// in a list), `Sec-WebSocket-Version: 13` and a `Sec-WebSocket-Key` of 16 bytes in
+    /// base64. A bad handshake answers 400 naming what is wrong, another version 426 with
+    /// `Sec-WebSocket-Version: 13` (§4.4). HTTP/2 has no WebSocket here (RFC 8441 is not
+    /// supported): its requests answer 400 too.
+    ///
+    /// ```no_run
+    /// use volt_http::{Error, Request, Response};
+    ///
+    /// async fn echo(req: Request) -> Result<Response, Error> {
+    ///     Ok(req.websocket()?.on_upgrade(|mut ws| async move {
+    ///         while let Some(msg) = ws.recv().await? {
+    ///             ws.send(msg).await?;
+    ///         }
+    ///         Ok(())
+    ///     }))
+    /// }
+    /// ```
+    pub fn websocket(&self) -> Result<WebSocketUpgrade, Error> {
+        let bad = |why: &str| {
+            Err(Error::bad_request(format!(
+                "bad WebSocket handshake: {why}"
+            )))
+        };
+        if self.version() != Version::HTTP_11 {
+            return bad("WebSocket needs HTTP/1.1");
+        }
+        if self.method() != Method::GET {
+            return bad("the method must be GET");
+        }
+        if !self.body_is_empty() {
+            return bad("the request has a body");
+        }
+        if !self.lists_token("upgrade", "websocket") {
+            return bad("no `Upgrade: websocket`");
+        }
+        if !self.lists_token("connection", "upgrade") {
+            return bad("no `Connection: upgrade`");
+        }
+        let version = self.single("sec-websocket-version");
+        match version {
+            Err(()) => return bad("more than one `Sec-WebSocket-Version`"),
+            Ok(None) => return bad("no `Sec-WebSocket-Version`"),
+            Ok(Some(b"13")) => {}
+            Ok(Some(_)) => {
+                let e = Error::new(
+                    StatusCode::UPGRADE_REQUIRED,
+                    "unsupported WebSocket version (13 is)",
+                );
+                let name = header::SEC_WEBSOCKET_VERSION;
+                return Err(e.with_header(name, HeaderValue::from_static("13")));
+            }
+        }
+        let key = match self.single("sec-websocket-key") {
+            Ok(Some(key)) => key,
+            Ok(None) => return bad("no `Sec-WebSocket-Key`"),
+            Err(()) => return bad("more than one `Sec-WebSocket-Key`"),
+        };
+        // §4.1: the key is 16 random bytes, base64-encoded (so 24 characters).
+        if !BASE64.decode(key).is_ok_and(|k| k.len() == 16) {
+            return bad("`Sec-WebSocket-Key` is not 16 bytes in base64");
+        }
+        let offered = self
+            .headers()
+            .filter(|(name, _)| name.eq_ignore_ascii_case("sec-websocket-protocol"))
+            .flat_map(|(_, value)| value.split(|&b| b == b','))
+            .filter_map(|p| std::str::from_utf8(p.trim_ascii()).ok())
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect();
+        Ok(WebSocketUpgrade {
+            accept: accept_key(key),
+            offered,
+            options: Options {
+                max_message: DEFAULT_MAX_MESSAGE,
+                idle_timeout: None,
+                protocol: None,
+            },
+        })
+    }
+
+    /// Whether any `name` field lists `token` (case-insensitive, comma-separated).
+    fn lists_token(&self, name: &str, token: &str) -> bool {
+        self.headers()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .flat_map(|(_, value)| value.split(|&b| b == b','))
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+    }
+
+    /// The value of field `name`, which may appear once at most (`Err` if more).
+    fn single(&self, name: &str) -> Result<Option<&[u8]>, ()> {
+        let mut values = self
+            .headers()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim_ascii());
+        let first = values.next();
+        match values.next() {
+            Some(_) => Err(()),
+            None => Ok(first),
+        }
+    }
+}
+
+/// `Sec-WebSocket-Accept` for `key` (§4.2.2): base64 of SHA-1 of the key and the GUID.
+fn accept_key(key: &[u8]) -> HeaderValue {
+    let digest = Sha1::new().chain_update(key).chain_update(GUID).finalize();
+    HeaderValue::from_str(&BASE64.encode(digest)).expect("base64 is a valid header value")
+}
+
+impl WebSocketUpgrade {
+    /// Picks the subprotocol: the first of `supported` (in the server's order of preference)
+    /// that the client offered in `Sec-WebSocket-Protocol`, sent back in the 101 and given by
+    /// [`WebSocket::protocol`]. If the client offered none of them, the handshake goes on
+    /// without one (the client then decides whether that will do, §4.2.2).
+    pub fn protocols(mut self, supported: &[&str]) -> WebSocketUpgrade {
+        self.options.protocol = supported
+            .iter()
+            .find(|s| self.offered.iter().any(|o| o == *s))
+            .map(|s| s.to_string());
+        self
+    }
+
+    /// The subprotocols the client offered, in its order.
+    pub fn offered_protocols(&self) -> impl Iterator<Item = &str> {
+        self.offered.iter().map(String::as_str)
+    }
+
+    /// The largest message (all its fragments together) taken from the client; a larger one
+    /// closes the connection with 1009. Default 16 MiB.
+    pub fn max_message_size(mut self, bytes: usize) -> WebSocketUpgrade {
+        self.options.max_message = bytes;
+        self
+    }
+
+    /// Closes the connection (1001) when nothing arrives from the client for this long while
+    /// [`WebSocket::recv`] waits. Default: no limit.
+    pub fn idle_timeout(mut self, timeout: Duration) -> WebSocketUpgrade {
+        self.options.idle_timeout = Some(timeout);
+        self
+    }
+
+    /// The 101 that accepts the handshake; once it is written, the connection stops being
+    /// HTTP and `session` runs on it. When `session` returns, the connection is closed (close
+    /// code 1000 for `Ok`, 1011 for `Err` or a panic) if it is not already.
+    pub fn on_upgrade<F, Fut>(self, session: F) -> Response
+    where
+        F: FnOnce(WebSocket) -> Fut + 'static,
+        Fut: Future<Output = io::Result<()>> + 'static,
+    {
+        let mut response = Response::new(StatusCode::SWITCHING_PROTOCOLS);
+        response.append_header(header::UPGRADE, HeaderValue::from_static("websocket"));
+        response.append_header(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+        response.append_header(header::SEC_WEBSOCKET_ACCEPT, self.accept);
+        if let Some(p) = &self.options.protocol {
+            let value = HeaderValue::from_str(p).expect("a subprotocol the client sent");
+            response.append_header(header::SEC_WEBSOCKET_PROTOCOL, value);
+        }
+        let start = Box::new(move |ws| Box::pin(session(ws)) as _);
+        let pending = PendingUpgrade {
+            options: self.options,
+            start,
+        };
+        response.body = Body {
+            kind: BodyKind::Upgrade(Box::new(pending)),
+            trailers: None,
+        };
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn accept_key_of_rfc_6455_example() {
+        // §1.3's example.
+        let accept = super::accept_key(b"dGhlIHNhbXBsZSBub25jZQ==");
+        assert_eq!(accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    }
+}

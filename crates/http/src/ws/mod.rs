@@ -1,0 +1,104 @@
+//! WebSocket (RFC 6455) on the server's HTTP/1.1 connections: the handshake
+//! ([`Request::websocket`](crate::Request::websocket), [`WebSocketUpgrade`]) and the session
+//! ([`WebSocket`]), over volt-proto's sans-I/O frame codec (`volt_proto::ws`).
+//!
+//! The connection writes the 101, then hands its transport (plain TCP or TLS) and the bytes it
+//! read past the request head to [`run`], which runs the handler's session on them in the
+//! connection's own task, then closes.
+
+mod handshake;
+mod socket;
+
+use std::future::{poll_fn, Future};
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::Poll;
+
+use bytes::{Bytes, BytesMut};
+
+pub use handshake::WebSocketUpgrade;
+pub use socket::WebSocket;
+
+use crate::server::Worker;
+use crate::transport::Transport;
+
+/// A WebSocket message.
+///
+/// [`WebSocket::recv`] gives `Text` and `Binary` only: pings are answered with pongs by
+/// themselves, pongs are dropped, and the client's close ends `recv` with `None` (its code and
+/// reason are then [`WebSocket::close_frame`]). All five can be sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// A text message.
+    Text(String),
+    /// A binary message.
+    Binary(Bytes),
+    /// A ping (at most 125 bytes); the client answers with a pong.
+    Ping(Bytes),
+    /// A pong (at most 125 bytes), unasked for (a heartbeat).
+    Pong(Bytes),
+    /// Starts the close handshake with a code and reason (`None`: an empty close frame), as
+    /// [`WebSocket::close`] does.
+    Close(Option<(u16, String)>),
+}
+
+impl From<String> for Message {
+    fn from(s: String) -> Message {
+        Message::Text(s)
+    }
+}
+
+impl From<&str> for Message {
+    fn from(s: &str) -> Message {
+        Message::Text(s.to_owned())
+    }
+}
+
+impl From<Bytes> for Message {
+    fn from(b: Bytes) -> Message {
+        Message::Binary(b)
+    }
+}
+
+impl From<Vec<u8>> for Message {
+    fn from(b: Vec<u8>) -> Message {
+        Message::Binary(b.into())
+    }
+}
+
+/// The handler's session type, boxed.
+type Session = Pin<Box<dyn Future<Output = io::Result<()>>>>;
+
+/// What the 101 carries to the connection: the session to run and its options.
+pub(crate) struct PendingUpgrade {
+    options: handshake::Options,
+    start: Box<dyn FnOnce(WebSocket) -> Session>,
+}
+
+/// Runs the session of `upgrade` on a connection the HTTP/1 side gave up: its transport, and
+/// what it had read past the 101's request.
+pub(crate) async fn run(
+    upgrade: Box<PendingUpgrade>,
+    stream: Transport,
+    read: BytesMut,
+    worker: Rc<Worker>,
+) {
+    let PendingUpgrade { options, start } = *upgrade;
+    let ws = WebSocket::new(stream, read, worker, options);
+    // The session owns the socket while it runs; it is shared with this function so that
+    // the close handshake can finish after the session's future is gone.
+    let shared = ws.share();
+    let mut session = (start)(ws);
+    // A panic ends the session as an error does (1011); the worker goes on.
+    let ended = poll_fn(|cx| {
+        catch_unwind(AssertUnwindSafe(|| session.as_mut().poll(cx))).unwrap_or_else(|_| {
+            let e = io::Error::other("the WebSocket session panicked");
+            Poll::Ready(Err(e))
+        })
+    })
+    .await;
+    drop(session);
+    socket::finish(&shared, ended.is_ok()).await;
+}
