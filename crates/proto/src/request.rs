@@ -97,24 +97,6 @@ pub fn parse_request_into(
     }
 }
 
-/// Whether bytes that came after an unfinished head may change what [`parse_request`] says of
-/// it, size limits aside: `buf[..seen]` was found unfinished and `buf[seen..]` is new. A head
-/// ends only at a LF, and before its line ends a rule is broken only by a byte no head holds
-/// (a control byte other than HTAB), by a CR not followed by a LF, or by a method byte that
-/// is not a token byte (other rules broken before the line ends are found when it does).
-/// Only the new bytes are looked at (and the one before them), and `buf[..seen]` up to its
-/// first space, so watching a head dripped in byte by byte costs time linear in its size;
-/// parsing it again from the start at every byte cost time quadratic.
-pub fn unfinished_head_may_change(buf: &[u8], seen: usize) -> bool {
-    let new = &buf[seen..];
-    let after_cr = seen > 0 && buf[seen - 1] == b'\r';
-    if after_cr || new.iter().any(|&b| b.is_ascii_control() && b != b'\t') {
-        return true;
-    }
-    let method_part = new.split(|&b| b == b' ').next().unwrap_or(new);
-    method_part.iter().any(|&b| !is_tchar(b)) && !buf[..seen].contains(&b' ')
-}
-
 impl Default for RequestHead {
     /// An empty `GET` head, to parse into with [`parse_request_into`].
     fn default() -> Self {
@@ -553,6 +535,9 @@ fn walk_request(buf: &[u8], limits: &Limits) -> Walk {
     }
     walk_fields(buf, pos, limits.max_headers)
 }
+
+mod unfinished;
+pub use unfinished::UnfinishedHead;
 
 #[cfg(test)]
 mod tests;
