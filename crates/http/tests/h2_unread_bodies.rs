@@ -197,3 +197,34 @@ fn a_body_past_the_drain_limit_is_stopped_with_no_error() {
     );
     assert_served(&mut tcp, &mut buf, 3);
 }
+
+/// A body still being drained `body_read_timeout` after a complete response was reset with
+/// CANCEL; the response is whole, so the client is asked to stop with NO_ERROR (RFC 9113
+/// §8.1), as at the drain limit.
+#[test]
+fn a_body_drained_past_the_read_timeout_is_stopped_with_no_error() {
+    let config = Config {
+        h2_initial_stream_window: WINDOW as u32,
+        body_read_timeout: Duration::from_secs(1),
+        ..Config::default()
+    };
+    let server = common::start_with(1, config, app(Arc::new(AtomicBool::new(true))));
+    let mut tcp = TcpStream::connect(server.addr()).unwrap();
+    tcp.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    let mut bytes = client_start();
+    bytes.extend(frame(HEADERS, END_HEADERS, 1, &block_for(POST, b"/")));
+    bytes.extend(frame(DATA, 0, 1, &[b'x'; 100]));
+    tcp.write_all(&bytes).unwrap();
+    let mut buf = Vec::new();
+    let mut answered = false;
+    let reset = loop {
+        let f = next_frame(&mut tcp, &mut buf);
+        answered |= f.2 == 1 && matches!(f.0, HEADERS | DATA) && f.1 & END_STREAM != 0;
+        if f.0 == RST_STREAM {
+            break f;
+        }
+    };
+    assert!(answered, "the response came whole first");
+    assert_eq!((reset.2, &reset.3[..]), (1, &[0u8; 4][..]), "NO_ERROR");
+    assert_served(&mut tcp, &mut buf, 3);
+}
