@@ -62,7 +62,7 @@ use crate::transport::Transport;
 use crate::{Error, Request};
 
 pub(crate) use inbox::H2Body;
-use inbox::{BodyEnd, Inbox};
+use inbox::{BodyEnd, Continue, Inbox};
 use response::Outgoing;
 
 /// Reading stops while this much output waits for the socket.
@@ -342,6 +342,7 @@ where
                 consumed: 0,
                 reader: None,
                 conn: cx.waker().clone(),
+                expect: Continue::of(head),
             }))
         });
         let is_head = head.get(head.method) == b"HEAD";
