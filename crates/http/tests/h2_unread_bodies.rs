@@ -170,6 +170,19 @@ fn an_ignored_body_is_stopped_once_its_window_is_used_and_a_small_one_ends_clean
     assert_served(&mut tcp, &mut buf, 5);
 }
 
+/// A server with `config`, and a connection that sent `POST /` on stream 1 (whose handler
+/// reads nothing) with `len` bytes of its body, not ended.
+fn post_unread(config: Config, len: usize) -> (common::TestServer, TcpStream) {
+    let server = common::start_with(1, config, app(Arc::new(AtomicBool::new(true))));
+    let mut tcp = TcpStream::connect(server.addr()).unwrap();
+    tcp.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    let mut bytes = client_start();
+    bytes.extend(frame(HEADERS, END_HEADERS, 1, &block_for(POST, b"/")));
+    bytes.extend(frame(DATA, 0, 1, &vec![b'x'; len]));
+    tcp.write_all(&bytes).unwrap();
+    (server, tcp)
+}
+
 /// A body past `max_drain_bytes` after a complete response was reset with CANCEL, which curl
 /// (7.88) reports as a failed transfer (`HTTP/2 stream 1 was not closed cleanly: CANCEL`)
 /// though the response was whole. It is NO_ERROR now, as when the window is used up.
@@ -180,13 +193,7 @@ fn a_body_past_the_drain_limit_is_stopped_with_no_error() {
         max_drain_bytes: 1000,
         ..Config::default()
     };
-    let server = common::start_with(1, config, app(Arc::new(AtomicBool::new(true))));
-    let mut tcp = TcpStream::connect(server.addr()).unwrap();
-    tcp.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
-    let mut bytes = client_start();
-    bytes.extend(frame(HEADERS, END_HEADERS, 1, &block_for(POST, b"/")));
-    bytes.extend(frame(DATA, 0, 1, &[b'x'; FRAME]));
-    tcp.write_all(&bytes).unwrap();
+    let (_server, mut tcp) = post_unread(config, FRAME);
     let mut buf = Vec::new();
     let seen = frames_until_ping_ack(&mut tcp, &mut buf, b"all sent");
     let reset: Vec<_> = seen.iter().filter(|f| f.0 == RST_STREAM).collect();
@@ -209,13 +216,7 @@ fn a_body_drained_past_the_read_timeout_is_stopped_with_no_error() {
         body_read_timeout: Duration::from_secs(1),
         ..Config::default()
     };
-    let server = common::start_with(1, config, app(Arc::new(AtomicBool::new(true))));
-    let mut tcp = TcpStream::connect(server.addr()).unwrap();
-    tcp.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
-    let mut bytes = client_start();
-    bytes.extend(frame(HEADERS, END_HEADERS, 1, &block_for(POST, b"/")));
-    bytes.extend(frame(DATA, 0, 1, &[b'x'; 100]));
-    tcp.write_all(&bytes).unwrap();
+    let (_server, mut tcp) = post_unread(config, 100);
     let mut buf = Vec::new();
     let mut answered = false;
     let reset = loop {
