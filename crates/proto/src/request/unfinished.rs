@@ -53,7 +53,9 @@ enum Position {
 
 impl UnfinishedHead {
     /// Where the unfinished head `buf` (starting at its first byte) left off: one pass over it,
-    /// as long as the parse that found it unfinished.
+    /// as long as the parse that found it unfinished. Out of line: a server's loop over
+    /// whole requests calls it only for a head that is not.
+    #[inline(never)]
     pub fn new(buf: &[u8]) -> Self {
         let mut head = UnfinishedHead {
             seen: 0,
@@ -91,6 +93,7 @@ impl UnfinishedHead {
     /// line it falls in (see the type's docs) or falls in the version. Looks only at the new
     /// bytes, up to the first one that may, and remembers where they left off. `buf` is the
     /// head seen before with bytes appended.
+    #[inline(never)]
     pub fn may_change(&mut self, buf: &[u8]) -> bool {
         let new = buf.get(self.seen..).unwrap_or_default();
         self.seen = buf.len();
