@@ -18,7 +18,8 @@
 //!
 //! Defences: a client gets a budget of frames that cost work without carrying a request
 //! (SETTINGS, PING, PRIORITY, RST_STREAM, GOAWAY, empty DATA and CONTINUATION frames, frames
-//! of unknown types, header blocks for streams that are not served, and WINDOW_UPDATEs beyond
+//! of unknown types, header blocks for streams that are not served, DATA on streams the server
+//! reset (each costs a WINDOW_UPDATE for its connection window), and WINDOW_UPDATEs beyond
 //! those the server's DATA earned: two per frame sent and one per KiB) and a budget of
 //! stream resets (streams it resets while the server still works on them: rapid reset,
 //! CVE-2023-44487; and streams the server must reset because the client broke the protocol on
