@@ -122,9 +122,7 @@ impl Parts {
         self.path_end = target.start + path_len as u32;
         self.path_start = match bytes.first() {
             Some(b'/') => target.start,
-            // Only the part before the query can be `scheme://authority`: in `foo?to=http://x/y`
-            // the `://` is data, and a path found past it would start after the path's end.
-            _ => target.start + path_offset(&bytes[..path_len]),
+            _ => self.not_origin_form(head, path_len),
         };
         self.head.clear();
         self.head.extend_from_slice(head);
@@ -132,17 +130,35 @@ impl Parts {
     }
 }
 
-/// Where the path starts in a target that does not start with `/`: past `scheme://authority`
-/// in the absolute form, which a server must accept (RFC 9112 §3.2.2), else at 0.
-#[cold]
-fn path_offset(target: &[u8]) -> u32 {
-    let Some(authority) = target.windows(3).position(|w| w == b"://").map(|i| i + 3) else {
-        return 0;
-    };
-    target[authority..]
-        .iter()
-        .position(|&b| b == b'/' || b == b'?')
-        .map_or(target.len(), |i| authority + i) as u32
+impl Parts {
+    /// Where the path starts in a target that is not in the origin form: past
+    /// `scheme://authority` in the absolute form, which a server must accept (RFC 9112
+    /// §3.2.2), else at the target's start (`*`, CONNECT's authority). An absolute-form
+    /// target's authority is the request's host, and the `Host` field is ignored (the same
+    /// section): its value is made the authority, so every view of the host a handler has
+    /// ([`Request::host`], the `Host` header, the target) says the same.
+    #[cold]
+    #[inline(never)]
+    fn not_origin_form(&mut self, head: &[u8], path_len: usize) -> u32 {
+        let target = self.parsed.target;
+        // Only the part before the query can be `scheme://authority`: in `foo?to=http://x/y`
+        // the `://` is data, and a path found past it would start after the path's end.
+        let before_query = &target.get(head)[..path_len];
+        let authority = match volt_proto::absolute_authority(before_query) {
+            Some(authority) if self.parsed.method != Method::CONNECT => authority,
+            _ => return target.start,
+        };
+        let authority_span = Span {
+            start: target.start + authority.start as u32,
+            end: target.start + authority.end as u32,
+        };
+        for field in &mut self.parsed.headers {
+            if field.name.get(head).eq_ignore_ascii_case(b"host") {
+                field.value = authority_span;
+            }
+        }
+        authority_span.end
+    }
 }
 
 /// Where the first `?` of a target is: eight bytes at a time (four for a target shorter than
@@ -297,6 +313,16 @@ impl Request {
             end: self.p.parsed.target.end,
         };
         std::str::from_utf8(span.get(&self.p.head)).ok()
+    }
+
+    /// The request's host (`host[:port]`, as sent): on HTTP/1 an absolute-form target's
+    /// authority (`GET http://example.com/x`; the `Host` field is then ignored, RFC 9112
+    /// §3.2.2, and [`Request::header`]`("host")` says the authority too), else the `Host`
+    /// field; on HTTP/2 `:authority` (or `host`). `None` if the request names none (HTTP/1.0
+    /// without `Host`).
+    pub fn host(&self) -> Option<&str> {
+        let host = self.p.parsed.host(&self.p.head)?;
+        std::str::from_utf8(host).ok()
     }
 
     /// The peer's address.

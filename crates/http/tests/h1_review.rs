@@ -139,6 +139,48 @@ fn bad_byte_in_an_unfinished_method_is_400_at_once() {
     server.shutdown();
 }
 
+/// A version, a field name or a space that breaks the head before its line ends is answered
+/// at once, as a bad method byte is: it waited for the line end (or the 30 s header timeout),
+/// since only a line end, a control byte or a bad method byte made the server parse an
+/// unfinished head again.
+#[test]
+fn broken_version_or_field_name_before_the_line_ends_is_400_at_once() {
+    let server = patient_server();
+    for (parts, message) in [
+        ([&b"GET / "[..], b"XTTP/1.1"], "malformed HTTP version"),
+        ([b"GET / HTTP/1.1", b"x"], "malformed HTTP version"),
+        ([b"GET /", b" HTTP/1.1 "], "malformed request line"),
+        (
+            [b"GET / HTTP/1.1\r\nHo", b" st: t"],
+            "invalid header field name",
+        ),
+        (
+            [b"GET / HTTP/1.1\r\nHost", b"\x7f"],
+            "invalid header field name",
+        ),
+        (
+            [b"GET / HTTP/1.1\r\nHost: t\r\n", b" folded"],
+            "header line starts with whitespace (obsolete line folding)",
+        ),
+    ] {
+        let mut c = send_in_parts(&server, &parts);
+        assert_eq!(c.read_response().text(), bad_request(message), "{parts:?}");
+        c.expect_closed();
+    }
+    // A second request on a connection (not its first line) too.
+    let mut c = send_in_parts(
+        &server,
+        &[b"GET / HTTP/1.1\r\nHost: t\r\n\r\nGET / HTTP/1.1\r\nX y"],
+    );
+    assert_eq!(c.read_response().text(), text_response("200 OK", "", "hi"));
+    assert_eq!(
+        c.read_response().text(),
+        bad_request("invalid header field name")
+    );
+    c.expect_closed();
+    server.shutdown();
+}
+
 /// `Expect: 100-continue` whose body came anyway, with the head: the client did not wait for
 /// the 100, so the body is there to skip and the connection goes on (it was closed, as if the
 /// client were still waiting for the 100 and might never send the body). With no body sent

@@ -22,6 +22,7 @@ const FRAME: usize = 16_384;
 fn app(release: Arc<AtomicBool>) -> Router {
     Router::new()
         .route("/", get(|_req| async { "Hello, World!" }))
+        .route("/unread", post(|_req| async { "not read" }))
         .route(
             "/one-chunk-when-released",
             post(move |mut req: Request| {
@@ -169,6 +170,19 @@ fn an_ignored_body_is_stopped_once_its_window_is_used_and_a_small_one_ends_clean
     assert_served(&mut tcp, &mut buf, 5);
 }
 
+/// A server with `config`, and a connection that sent `POST /` on stream 1 (whose handler
+/// reads nothing) with `len` bytes of its body, not ended.
+fn post_unread(config: Config, len: usize) -> (common::TestServer, TcpStream) {
+    let server = common::start_with(1, config, app(Arc::new(AtomicBool::new(true))));
+    let mut tcp = TcpStream::connect(server.addr()).unwrap();
+    tcp.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    let mut bytes = client_start();
+    bytes.extend(frame(HEADERS, END_HEADERS, 1, &block_for(POST, b"/")));
+    bytes.extend(frame(DATA, 0, 1, &vec![b'x'; len]));
+    tcp.write_all(&bytes).unwrap();
+    (server, tcp)
+}
+
 /// A body past `max_drain_bytes` after a complete response was reset with CANCEL, which curl
 /// (7.88) reports as a failed transfer (`HTTP/2 stream 1 was not closed cleanly: CANCEL`)
 /// though the response was whole. It is NO_ERROR now, as when the window is used up.
@@ -179,13 +193,7 @@ fn a_body_past_the_drain_limit_is_stopped_with_no_error() {
         max_drain_bytes: 1000,
         ..Config::default()
     };
-    let server = common::start_with(1, config, app(Arc::new(AtomicBool::new(true))));
-    let mut tcp = TcpStream::connect(server.addr()).unwrap();
-    tcp.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
-    let mut bytes = client_start();
-    bytes.extend(frame(HEADERS, END_HEADERS, 1, &block_for(POST, b"/")));
-    bytes.extend(frame(DATA, 0, 1, &[b'x'; FRAME]));
-    tcp.write_all(&bytes).unwrap();
+    let (_server, mut tcp) = post_unread(config, FRAME);
     let mut buf = Vec::new();
     let seen = frames_until_ping_ack(&mut tcp, &mut buf, b"all sent");
     let reset: Vec<_> = seen.iter().filter(|f| f.0 == RST_STREAM).collect();
@@ -196,4 +204,108 @@ fn a_body_past_the_drain_limit_is_stopped_with_no_error() {
         "NO_ERROR"
     );
     assert_served(&mut tcp, &mut buf, 3);
+}
+
+/// A body still being drained `body_read_timeout` after a complete response was reset with
+/// CANCEL; the response is whole, so the client is asked to stop with NO_ERROR (RFC 9113
+/// §8.1), as at the drain limit.
+#[test]
+fn a_body_drained_past_the_read_timeout_is_stopped_with_no_error() {
+    let config = Config {
+        h2_initial_stream_window: WINDOW as u32,
+        body_read_timeout: Duration::from_secs(1),
+        ..Config::default()
+    };
+    let (_server, mut tcp) = post_unread(config, 100);
+    let mut buf = Vec::new();
+    let mut answered = false;
+    let reset = loop {
+        let f = next_frame(&mut tcp, &mut buf);
+        answered |= f.2 == 1 && matches!(f.0, HEADERS | DATA) && f.1 & END_STREAM != 0;
+        if f.0 == RST_STREAM {
+            break f;
+        }
+    };
+    assert!(answered, "the response came whole first");
+    assert_eq!((reset.2, &reset.3[..]), (1, &[0u8; 4][..]), "NO_ERROR");
+    assert_served(&mut tcp, &mut buf, 3);
+}
+
+/// The `:status` of each response head (HEADERS) on stream `id` in `frames`, in order.
+fn statuses(frames: &[Frame], id: u32) -> Vec<String> {
+    let mut decoder = volt_proto::h2::hpack::Decoder::new(4096);
+    let mut statuses = Vec::new();
+    for f in frames.iter().filter(|f| f.0 == HEADERS) {
+        let mut status = String::new();
+        decoder
+            .decode(&f.3, |name, value| {
+                if name == b":status" {
+                    status = String::from_utf8_lossy(value).into_owned();
+                }
+                Ok(())
+            })
+            .unwrap();
+        if f.2 == id {
+            statuses.push(status);
+        }
+    }
+    statuses
+}
+
+/// `POST /path` on stream 1 with `Expect: 100-continue` (a literal field), no body yet.
+fn expect_continue_request(path: &[u8]) -> Vec<u8> {
+    let mut block = block_for(POST, path);
+    block.extend_from_slice(&[0x00, 6]);
+    block.extend_from_slice(b"expect");
+    block.push(12);
+    block.extend_from_slice(b"100-continue");
+    let mut bytes = client_start();
+    bytes.extend(frame(HEADERS, END_HEADERS, 1, &block));
+    bytes
+}
+
+/// `Expect: 100-continue` on HTTP/2 got no 100: a client that waits for it before sending
+/// the body waited for its own timeout. Now the 100 (HEADERS without END_STREAM) comes when
+/// the handler first waits for the body, before the final response; a handler that answers
+/// without reading the body sends none.
+#[test]
+fn expect_continue_is_answered_when_the_handler_reads_the_body() {
+    let (server, mut tcp) = start(Arc::new(AtomicBool::new(true)));
+    tcp.write_all(&expect_continue_request(b"/one-chunk-when-released"))
+        .unwrap();
+    let mut buf = Vec::new();
+    let interim = loop {
+        let f = next_frame(&mut tcp, &mut buf);
+        if f.2 == 1 {
+            break f;
+        }
+    };
+    let seen = [interim.clone()];
+    assert_eq!(
+        (interim.0, interim.1 & END_STREAM, interim.2),
+        (HEADERS, 0, 1)
+    );
+    assert_eq!(statuses(&seen, 1), ["100"]);
+    // Only now the body: the final answer follows.
+    tcp.write_all(&frame(DATA, END_STREAM, 1, b"hello"))
+        .unwrap();
+    let mut seen = seen.to_vec();
+    loop {
+        let f = next_frame(&mut tcp, &mut buf);
+        let end = f.2 == 1 && f.1 & END_STREAM != 0;
+        seen.push(f);
+        if end {
+            break;
+        }
+    }
+    assert_eq!(statuses(&seen, 1), ["100", "200"]);
+    assert_eq!(seen.last().unwrap().3, b"read 5");
+    drop(server);
+
+    // A handler that answers without reading: the final response, no 100.
+    let (_server, mut tcp) = start(Arc::new(AtomicBool::new(true)));
+    tcp.write_all(&expect_continue_request(b"/unread")).unwrap();
+    let mut buf = Vec::new();
+    let seen = frames_until_ping_ack(&mut tcp, &mut buf, b"answered");
+    assert_eq!(statuses(&seen, 1), ["200"], "{seen:?}");
 }

@@ -427,6 +427,48 @@ fn absolute_form_target_is_routed_by_its_path() {
     );
 }
 
+/// RFC 9112 §3.2.2: with an absolute-form target the server ignores `Host` and takes the
+/// host from the target. Every view a handler has agrees: `host()`, the `Host` header (by
+/// name and in the list) and the target. They said `t` (the `Host` field) beside a target
+/// naming `example.com`.
+#[test]
+fn absolute_form_target_is_the_host_every_view_sees() {
+    let views = |req: Request| async move {
+        let listed: Vec<String> = req
+            .headers()
+            .filter(|(name, _)| name.eq_ignore_ascii_case("host"))
+            .map(|(_, value)| String::from_utf8_lossy(value).into_owned())
+            .collect();
+        format!(
+            "{:?} {:?} {listed:?} {} {}",
+            req.host(),
+            req.header("host"),
+            req.target(),
+            req.path()
+        )
+    };
+    let server = common::start(Router::new().route("/{*rest}", get(views)));
+    let mut c = server.connect();
+    assert_eq!(
+        get_on(&mut c, "http://example.com:8080/a/b?x=1"),
+        utf8(
+            "200 OK",
+            r#"Some("example.com:8080") Some("example.com:8080") ["example.com:8080"] http://example.com:8080/a/b?x=1 /a/b"#
+        )
+    );
+    assert_eq!(
+        get_on(&mut c, "/a"),
+        utf8("200 OK", r#"Some("t") Some("t") ["t"] /a /a"#)
+    );
+    // HTTP/1.0 may send no Host: the target still names the host.
+    c.send(b"GET HTTPS://[::1]/a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    let response = c.read_response().text();
+    assert!(
+        response.ends_with(r#"Some("[::1]") None [] HTTPS://[::1]/a /a"#),
+        "{response}"
+    );
+}
+
 /// An absolute-form target with an empty path means `/` (RFC 9110 §4.2.3), not "".
 #[test]
 fn absolute_form_target_with_an_empty_path_routes_as_slash() {

@@ -529,7 +529,15 @@ fn absolute_form_edges() {
         ok("file [a/b]")
     );
     assert_eq!(get_on(&mut c, "http://t/search?q=x"), ok("[x] None"));
-    assert_eq!(get_on(&mut c, "http://user@t/users/1"), ok("user [1]"));
+    // Userinfo in an http(s) URI is an error (RFC 9110 §4.2.4), so is another scheme.
+    for target in ["http://user@t/users/1", "ftp://t/users/1"] {
+        assert_eq!(
+            get_on(&mut c, target),
+            error_close("400 Bad Request", "invalid request target"),
+            "{target}"
+        );
+        c = server.connect();
+    }
 }
 
 #[test]

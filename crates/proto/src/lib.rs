@@ -90,7 +90,9 @@ pub use http::{HeaderName, HeaderValue, Method, StatusCode, Version};
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub use request::fuzz_request_head;
-pub use request::{parse_request, parse_request_into, unfinished_head_may_change, RequestHead};
+pub use request::{
+    absolute_authority, parse_request, parse_request_into, RequestHead, UnfinishedHead,
+};
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub use response::fuzz_response_head;

@@ -46,6 +46,21 @@ impl RequestHead {
     pub fn header<'b>(&self, buf: &'b [u8], name: &str) -> Option<&'b [u8]> {
         find_header(&self.headers, buf, name)
     }
+
+    /// The request's host: an absolute-form target's authority, whatever the `Host` field
+    /// says (RFC 9112 §3.2.2: the server ignores it then), else the `Host` field's value.
+    /// `buf` is the buffer that was parsed.
+    pub fn host<'b>(&self, buf: &'b [u8]) -> Option<&'b [u8]> {
+        let target = self.target.get(buf);
+        match target.first() {
+            Some(b'/' | b'*') | None => self.header(buf, "host"),
+            _ if self.method == Method::CONNECT => self.header(buf, "host"),
+            _ => match absolute_authority(target) {
+                Some(authority) => Some(&target[authority]),
+                None => self.header(buf, "host"),
+            },
+        }
+    }
 }
 
 /// Parses one request head at the start of `buf`.
@@ -95,24 +110,6 @@ pub fn parse_request_into(
             None => Ok(false),
         },
     }
-}
-
-/// Whether bytes that came after an unfinished head may change what [`parse_request`] says of
-/// it, size limits aside: `buf[..seen]` was found unfinished and `buf[seen..]` is new. A head
-/// ends only at a LF, and before its line ends a rule is broken only by a byte no head holds
-/// (a control byte other than HTAB), by a CR not followed by a LF, or by a method byte that
-/// is not a token byte (other rules broken before the line ends are found when it does).
-/// Only the new bytes are looked at (and the one before them), and `buf[..seen]` up to its
-/// first space, so watching a head dripped in byte by byte costs time linear in its size;
-/// parsing it again from the start at every byte cost time quadratic.
-pub fn unfinished_head_may_change(buf: &[u8], seen: usize) -> bool {
-    let new = &buf[seen..];
-    let after_cr = seen > 0 && buf[seen - 1] == b'\r';
-    if after_cr || new.iter().any(|&b| b.is_ascii_control() && b != b'\t') {
-        return true;
-    }
-    let method_part = new.split(|&b| b == b' ').next().unwrap_or(new);
-    method_part.iter().any(|&b| !is_tchar(b)) && !buf[..seen].contains(&b' ')
 }
 
 impl Default for RequestHead {
@@ -403,10 +400,10 @@ fn target_len(s: &[u8]) -> Option<usize> {
 }
 
 /// Whether `target` has one of the forms of RFC 9112 §3.2: origin (`/path?query`), absolute
-/// (`scheme:...`), asterisk (`*`, for OPTIONS only), or for CONNECT the authority form
-/// (`host:port`). None of them
-/// holds a `#`: a fragment stays with the client. `?x=1` or `users/1` is none of them, and is
-/// refused rather than guessed at.
+/// (`http://authority...` or `https://`, see [`absolute_authority`]), asterisk (`*`, for
+/// OPTIONS only), or for CONNECT the authority form (`host:port`). None of them holds a `#`:
+/// a fragment stays with the client. `?x=1` or `users/1` is none of them, and is refused
+/// rather than guessed at.
 #[cold]
 #[inline(never)]
 fn target_form_ok(method: &[u8], target: &[u8]) -> bool {
@@ -417,12 +414,31 @@ fn target_form_ok(method: &[u8], target: &[u8]) -> bool {
         _ if method == b"CONNECT" => true,
         [b'/', ..] => true,
         b"*" => method == b"OPTIONS",
-        [first, rest @ ..] if first.is_ascii_alphabetic() => rest
-            .iter()
-            .find(|&&b| !(b.is_ascii_alphanumeric() || b"+-.".contains(&b)))
-            .is_some_and(|&b| b == b':'),
-        _ => false,
+        _ => absolute_authority(target).is_some(),
     }
+}
+
+/// Where the authority (`host[:port]`) of an absolute-form request target is in it (RFC 9112
+/// §3.2.2), or `None` if `target` is not one a server takes: the scheme must be `http` or
+/// `https` (any case, RFC 3986 §3.1; this server serves no other), with `//` and a host that
+/// is not empty (RFC 9110 §4.2.1, §4.2.2) and the grammar of a `Host` field, so no userinfo
+/// (`user@`: RFC 9110 §4.2.4 has a recipient treat it as an error). A server given such a
+/// target uses this authority as the request's host and ignores the `Host` field.
+pub fn absolute_authority(target: &[u8]) -> Option<std::ops::Range<usize>> {
+    let colon = target.iter().position(|&b| b == b':')?;
+    let scheme = &target[..colon];
+    if !(scheme.eq_ignore_ascii_case(b"http") || scheme.eq_ignore_ascii_case(b"https")) {
+        return None;
+    }
+    let start = colon + 3;
+    let rest = target[colon + 1..].strip_prefix(b"//")?;
+    let len = rest
+        .iter()
+        .position(|&b| b == b'/' || b == b'?')
+        .unwrap_or(rest.len());
+    let authority = &rest[..len];
+    let host_given = !authority.is_empty() && authority[0] != b':';
+    (host_given && is_valid_host(authority)).then_some(start..start + len)
 }
 
 /// The method named by `token`. The common ones are matched on their bytes: `Method::from_bytes`
@@ -553,6 +569,9 @@ fn walk_request(buf: &[u8], limits: &Limits) -> Walk {
     }
     walk_fields(buf, pos, limits.max_headers)
 }
+
+mod unfinished;
+pub use unfinished::UnfinishedHead;
 
 #[cfg(test)]
 mod tests;

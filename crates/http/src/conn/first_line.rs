@@ -14,18 +14,19 @@ pub(super) enum FirstLine {
 
 pub(super) fn first_line(buf: &[u8], limits: &volt_proto::Limits) -> FirstLine {
     let end = buf.iter().position(|&b| b == b'\n');
-    if end.is_none() && buf.len() <= limits.max_uri_len {
-        return FirstLine::Unfinished;
-    }
     let line = &buf[..end.unwrap_or(buf.len())];
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let target = line.split(|&b| b == b' ').nth(1).unwrap_or(b"");
+    let mut words = line.split(|&b| b == b' ');
+    let target = words.nth(1).unwrap_or(b"");
+    // The target is whole once a space follows it: its form alone may decide.
+    let target_whole = words.next().is_some();
+    let http1_target =
+        target.starts_with(b"/") || target == b"*" || target.windows(3).any(|w| w == b"://");
+    if end.is_none() && buf.len() <= limits.max_uri_len && !(target_whole && http1_target) {
+        return FirstLine::Unfinished;
+    }
     let version = line.rsplit(|&b| b == b' ').next().unwrap_or(b"");
-    let http1 = target.starts_with(b"/")
-        || target == b"*"
-        || target.windows(3).any(|w| w == b"://")
-        || version.starts_with(b"HTTP/1.");
-    match http1 {
+    match http1_target || version.starts_with(b"HTTP/1.") {
         true => FirstLine::Http1,
         false => FirstLine::Other,
     }

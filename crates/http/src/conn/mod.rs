@@ -158,12 +158,12 @@ pub(crate) fn serve<S: Service>(
         // is a field of this future, which every idle connection holds.
         // When the first byte of an unfinished head arrived; bounds a slowloris.
         let mut head_started: Option<Instant> = None;
-        // Length of the unfinished head the last parse gave up on. A head can only end at a LF, so
-        // bytes that bring none are not worth parsing again from the start (a head dripped in
-        // byte by byte would otherwise cost time quadratic in its size).
-        let mut unfinished = 0;
+        // The unfinished head the last parse gave up on: bytes that cannot end it or break it
+        // are not worth parsing again from the start (a head dripped in byte by byte would
+        // otherwise cost time quadratic in its size).
+        let mut unfinished = volt_proto::UnfinishedHead::default();
         loop {
-            if io.worth_parsing(unfinished) {
+            if io.worth_parsing(&mut unfinished) {
                 let next = loop {
                     // Every request in the buffer whose answer is ready at once is answered, and
                     // the answers written, within this one poll ...
@@ -205,8 +205,8 @@ pub(crate) fn serve<S: Service>(
                     }
                 }
                 unfinished = match head_started {
-                    Some(_) => io.read_buf.borrow().len(),
-                    None => 0,
+                    Some(_) => volt_proto::UnfinishedHead::new(&io.read_buf.borrow()),
+                    None => volt_proto::UnfinishedHead::default(),
                 };
             }
             let idle = io.read_buf.borrow().is_empty();
@@ -831,19 +831,20 @@ impl ConnIo {
     }
 
     /// Whether the read buffer may hold something to act on: anything, unless the last parse
-    /// found an unfinished head of `unfinished` bytes; then only bytes that may end it or break
-    /// a rule ([`volt_proto::unfinished_head_may_change`]: a LF, a control byte, a bad method
-    /// byte), or enough of them to break a size limit (431, or 414 while the request line is
-    /// still open).
-    fn worth_parsing(&self, unfinished: usize) -> bool {
+    /// found an unfinished head; then only bytes that may end it or break a rule
+    /// ([`volt_proto::UnfinishedHead::may_change`]: a LF, a control byte, a byte that breaks
+    /// the method, version or a field name), or enough of them to break a size limit (431, or
+    /// 414 while the request line is still open).
+    fn worth_parsing(&self, unfinished: &mut volt_proto::UnfinishedHead) -> bool {
         let buf = self.read_buf.borrow();
-        if unfinished == 0 || unfinished > buf.len() {
+        let seen = unfinished.len();
+        if seen == 0 || seen > buf.len() {
             return !buf.is_empty();
         }
         let limits = &self.worker.limits;
-        volt_proto::unfinished_head_may_change(&buf, unfinished)
+        unfinished.may_change(&buf)
             || buf.len() > limits.max_head_bytes
-            || (buf.len() > limits.max_uri_len && !buf[..unfinished].contains(&b'\n'))
+            || (buf.len() > limits.max_uri_len && !buf[..seen].contains(&b'\n'))
     }
 
     /// Gives both buffers back to the worker's pools: on going idle, and when closed.

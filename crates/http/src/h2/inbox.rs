@@ -28,6 +28,35 @@ pub(crate) struct Inbox {
     pub(super) reader: Option<Waker>,
     /// The connection task, woken to give back window.
     pub(super) conn: Waker,
+    /// Where the request's `Expect: 100-continue` stands.
+    pub(super) expect: Continue,
+}
+
+/// `Expect: 100-continue` on an HTTP/2 request (RFC 9110 §10.1.1): the client may wait for an
+/// interim 100 response before it sends the body. As on HTTP/1, the 100 goes out when the
+/// handler first waits for the body, and only while the final response has not started: a
+/// handler that answers without reading the body sends none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Continue {
+    /// Nothing expected, or the 100 already sent (or no longer of use).
+    Nothing,
+    /// The client expects a 100; nobody has asked for the body yet.
+    Expected,
+    /// The handler waits for the body: the connection is to send the 100.
+    Wanted,
+}
+
+impl Continue {
+    /// What a request head with `fields` expects.
+    pub(super) fn of(head: &volt_proto::h2::server::Head) -> Continue {
+        let expects = head.fields.iter().any(|f| {
+            head.get(f.name) == b"expect" && head.get(f.value).eq_ignore_ascii_case(b"100-continue")
+        });
+        match expects {
+            true => Continue::Expected,
+            false => Continue::Nothing,
+        }
+    }
 }
 
 /// How a request body ends.
@@ -67,6 +96,9 @@ where
                 let mut inbox = inbox.borrow_mut();
                 if !data.is_empty() {
                     inbox.chunks.push_back(data);
+                    // The client sends the body without waiting for a 100: none is needed
+                    // (RFC 9110 §10.1.1).
+                    inbox.expect = Continue::Nothing;
                 }
                 if end_stream {
                     inbox.end = BodyEnd::Ended;
@@ -132,6 +164,10 @@ impl H2Body {
             match inbox.end {
                 BodyEnd::Open => {
                     inbox.reader = Some(cx.waker().clone());
+                    if inbox.expect == Continue::Expected {
+                        inbox.expect = Continue::Wanted;
+                        inbox.conn.wake_by_ref();
+                    }
                     Poll::Pending
                 }
                 BodyEnd::Ended | BodyEnd::Trailers(_) => Poll::Ready(Ok(None)),

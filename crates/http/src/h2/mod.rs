@@ -18,8 +18,8 @@
 //! bodies go out as the stream and connection windows allow. A body nobody reads gives back
 //! its connection window, never its stream's: after the response, what the client may still
 //! send is drained (up to [`Config::max_drain_bytes`], within [`Config::body_read_timeout`]),
-//! and the stream is reset once the client used its window up (`NO_ERROR`) or a limit passed
-//! (`CANCEL`).
+//! and the stream is reset with `NO_ERROR` once the client used its window up or a limit
+//! passed (the response is complete: RFC 9113 §8.1).
 //!
 //! Defences live in the state machine (floods of control frames, empty frames, CONTINUATION,
 //! rapid reset, provoked resets: see `volt_proto::h2::server`); a client that trips one gets
@@ -62,7 +62,7 @@ use crate::transport::Transport;
 use crate::{Error, Request};
 
 pub(crate) use inbox::H2Body;
-use inbox::{BodyEnd, Inbox};
+use inbox::{BodyEnd, Continue, Inbox};
 use response::Outgoing;
 
 /// Reading stops while this much output waits for the socket.
@@ -342,6 +342,7 @@ where
                 consumed: 0,
                 reader: None,
                 conn: cx.waker().clone(),
+                expect: Continue::of(head),
             }))
         });
         let is_head = head.get(head.method) == b"HEAD";
@@ -653,15 +654,20 @@ where
         let mut i = 0;
         while i < self.tasks.len() {
             let task = &self.tasks[i];
-            if task.drain_deadline.is_some_and(|d| now >= d)
-                || passed(task.stalled_since, config.write_timeout)
-            {
-                let task = self.tasks.swap_remove(i);
-                self.conn.reset(task.id, Reason::CANCEL, &mut self.out);
-                self.retire(task);
+            // A body drained past `body_read_timeout` follows a complete response: the client
+            // is asked to stop with NO_ERROR (RFC 9113 §8.1; CANCEL reads as a failed
+            // transfer). A response the client's window held up is not complete: CANCEL.
+            let reason = if task.drain_deadline.is_some_and(|d| now >= d) {
+                Reason::NO_ERROR
+            } else if passed(task.stalled_since, config.write_timeout) {
+                Reason::CANCEL
             } else {
                 i += 1;
-            }
+                continue;
+            };
+            let task = self.tasks.swap_remove(i);
+            self.conn.reset(task.id, reason, &mut self.out);
+            self.retire(task);
         }
     }
 

@@ -16,6 +16,7 @@ use crate::body::{BodyKind, BodyStream, Trailers};
 use crate::response::Response;
 use crate::Request;
 
+use super::inbox::Continue;
 use super::{Driver, Phase, Task, FLUSH_AT};
 
 /// What is left of a response.
@@ -157,6 +158,17 @@ where
                 }
                 let consumed = std::mem::take(&mut inbox.consumed);
                 self.conn.release(task.id, consumed, &mut self.out);
+                if inbox.expect == Continue::Wanted {
+                    inbox.expect = Continue::Nothing;
+                    // Never after the final response started (RFC 9110 §15.2: a 1xx comes
+                    // before the final response).
+                    if matches!(task.out, Outgoing::Waiting) {
+                        if let Some(mut block) = self.conn.headers(task.id, &mut self.out) {
+                            block.status(100);
+                            block.finish(false);
+                        }
+                    }
+                }
             }
             self.pump_task(&mut task, Some(cx));
             if self.task_finished(&mut task) {

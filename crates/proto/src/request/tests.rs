@@ -351,16 +351,23 @@ fn rare_fields_take_every_rule() {
     }
 }
 
-/// What may change the answer for an unfinished head, and what may not (a bare CR, a control
-/// byte or a bad method byte may break a rule before the line ends; see
-/// `unfinished_head_may_change`).
+/// What may change the answer for an unfinished head, and what may not (see
+/// `UnfinishedHead`): each pair is a head found unfinished and the bytes that came next.
 #[test]
 fn new_bytes_that_may_change_an_unfinished_head() {
-    let may_change =
-        |old: &[u8], new: &[u8]| unfinished_head_may_change(&[old, new].concat(), old.len());
+    let may_change = |old: &[u8], new: &[u8]| {
+        assert_eq!(parse_request(old, &Limits::default()), Ok(None));
+        UnfinishedHead::new(old).may_change(&[old, new].concat())
+    };
     // A line ends (or may): the head may be complete.
     assert!(may_change(b"GET / HTTP/1.1", b"\r\n"));
     assert!(may_change(b"GET / HTTP/1.1\r", b"\n"));
+    // Within the version every byte may decide (here: not yet).
+    assert!(may_change(b"GET / ", b"HTTP/1."));
+    assert_eq!(
+        parse_request(b"GET / HTTP/1.", &Limits::default()),
+        Ok(None)
+    );
     // A rule is broken: the answer is an error already.
     for (old, new) in [
         (&b"GET / HTTP/1.1\r"[..], &b"X"[..]),
@@ -368,30 +375,83 @@ fn new_bytes_that_may_change_an_unfinished_head() {
         (b"GET /a", b"\x7f"),
         (b"G", b"(ET / HTTP/1.1"),
         (b"GE", b"T\xc3 /"),
+        (b"GET / ", b" HTTP/1.1"),
+        (b"GET", b"  /"),
+        (b"GET / ", b"XTTP/1.1"),
+        (b"GET / HTTP/1.1", b"x"),
+        (b"GET / HTTP/1.1", b" "),
+        (b"\r\nGET / H", b"TTP/1.1x"),
+        (b"GET / HTTP/1.1\r\nHo", b" st: t"),
+        (b"GET / HTTP/1.1\r\nHost", b"\x7f"),
+        (b"GET / HTTP/1.1\r\nHost", b" : t"),
+        (b"GET / HTTP/1.1\r\nHost: t\r\n", b" folded"),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nX-", b"A\"B: c"),
     ] {
-        assert!(
-            may_change(old, new),
-            "{:?} then {:?}",
-            old.escape_ascii(),
-            new.escape_ascii()
-        );
-        assert!(parse_request(&[old, new].concat(), &Limits::default()).is_err());
+        let text = format!("{} then {}", old.escape_ascii(), new.escape_ascii());
+        assert!(may_change(old, new), "{text}");
+        let whole = [old, new].concat();
+        assert!(parse_request(&whole, &Limits::default()).is_err(), "{text}");
     }
     for (old, new) in [
-        (&b"G"[..], &b"ET / HTTP/1.1"[..]),
+        (&b""[..], &b"GET /x"[..]),
+        (b"\r\n", b"GET /"),
+        (b"G", b"ET /"),
         (b"GET", b" /a(b)?c=\xc3\xa9"),
-        (b"GET /a", b"(b) HTTP/1.1"),
+        (b"GET /a", b"(b)"),
         (b"GET / HTTP/1.1\r\nHost: t\r\nX-A: ", b"a\tb (c) \xff"),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nX-", b"A: b c"),
+        (b"GET / HTTP/1.1\r\n", b"Host: a b"),
     ] {
-        assert!(
-            !may_change(old, new),
-            "{:?} then {:?}",
-            old.escape_ascii(),
-            new.escape_ascii()
-        );
+        let text = format!("{} then {}", old.escape_ascii(), new.escape_ascii());
+        assert!(!may_change(old, new), "{text}");
+        let whole = [old, new].concat();
         assert_eq!(
-            parse_request(&[old, new].concat(), &Limits::default()),
-            Ok(None)
+            parse_request(&whole, &Limits::default()),
+            Ok(None),
+            "{text}"
         );
+    }
+}
+
+/// Watching a head byte by byte says "may change" wherever the parse's answer changes (a
+/// complete head or an error), and otherwise only at line ends and within the version, so
+/// a dripped head is parsed again a bounded number of times per line.
+#[test]
+fn watching_a_dripped_head_finds_every_change() {
+    let limits = Limits::default();
+    for (head, answer) in [
+        (
+            &b"GET /a?b=c HTTP/1.1\r\nHost: t\r\nX-A: b c\r\n\r\n"[..],
+            Ok(true),
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHo st: t\r\n\r\n",
+            Err(ParseError::InvalidHeaderName),
+        ),
+        (b"GET / XTTP/1.1\r\n\r\n", Err(ParseError::InvalidVersion)),
+        (b"GET / HTTP/1.1x\r\n\r\n", Err(ParseError::InvalidVersion)),
+        (
+            b"\r\nPOST /x HTTP/1.0\r\nHost\x7f: t\r\n",
+            Err(ParseError::InvalidHeaderName),
+        ),
+    ] {
+        let text = head.escape_ascii().to_string();
+        let mut watch = UnfinishedHead::default();
+        let mut parses = 0;
+        let got = (1..=head.len()).find_map(|end| {
+            let changed = watch.may_change(&head[..end]);
+            let now = parse_request(&head[..end], &limits).map(|h| h.is_some());
+            if now != Ok(false) {
+                assert!(changed, "{text} at {end}");
+                return Some(now);
+            }
+            if changed {
+                parses += 1;
+                watch = UnfinishedHead::new(&head[..end]);
+            }
+            None
+        });
+        assert_eq!(got, Some(answer), "{text}");
+        assert!(parses <= 2 * 3 + 9, "{text}: parsed {parses} times");
     }
 }

@@ -71,7 +71,7 @@ fn extension_methods_and_target_forms() {
         ("CONNECT", "example.com:443"),
         ("CONNECT", "127.0.0.1:8080"),
         ("GET", "http://example.com/a?b=c"),
-        ("GET", "svn+ssh.x-y://h/p"),
+        ("GET", "HTTPS://[::1]:8443"),
         ("GET", "/?q=%23"),
     ];
     for (method, target) in forms {
@@ -81,6 +81,30 @@ fn extension_methods_and_target_forms() {
             target.as_bytes()
         );
     }
+}
+
+/// RFC 9112 §3.2.2: with an absolute-form target the server takes the host from the target
+/// and ignores the `Host` field (which HTTP/1.1 must still send, §3.2).
+#[test]
+fn absolute_form_target_names_the_host() {
+    let buf = b"GET http://example.com:8080/x?y HTTP/1.1\r\nHost: other.org\r\n\r\n";
+    let head = req(buf);
+    assert_eq!(head.host(buf), Some(&b"example.com:8080"[..]));
+    assert_eq!(head.header(buf, "host"), Some(&b"other.org"[..]));
+    let buf = b"GET /x HTTP/1.1\r\nHost: other.org\r\n\r\n";
+    assert_eq!(req(buf).host(buf), Some(&b"other.org"[..]));
+    let buf = b"GET https://[::1]?q HTTP/1.0\r\n\r\n";
+    assert_eq!(req(buf).host(buf), Some(&b"[::1]"[..]));
+    let buf = b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n";
+    assert_eq!(req(buf).host(buf), Some(&b"a:443"[..]));
+    assert_eq!(volt_proto::absolute_authority(b"http://a/b"), Some(7..8));
+    assert_eq!(volt_proto::absolute_authority(b"hTTpS://a:1"), Some(8..11));
+    assert_eq!(volt_proto::absolute_authority(b"http://a@b/"), None);
+    // Still one Host for HTTP/1.1, and a valid one (§3.2: 400 otherwise).
+    assert_eq!(
+        req_err(b"GET http://a/ HTTP/1.1\r\n\r\n"),
+        volt_proto::ParseError::MissingHost
+    );
 }
 
 #[test]
@@ -382,6 +406,16 @@ fn request_line_rules() {
         (b"GET 1http://a/ HTTP/1.1\r\n", InvalidTarget),
         (b"GET foo?x=http://a/b HTTP/1.1\r\n", InvalidTarget),
         (b"GET http://a/b#c HTTP/1.1\r\n", InvalidTarget),
+        // Absolute form: http or https, `//`, a host (RFC 9110 §4.2.1), no userinfo (§4.2.4).
+        (b"GET http://user@a/b HTTP/1.1\r\n", InvalidTarget),
+        (b"GET http://u:p@a/ HTTP/1.1\r\n", InvalidTarget),
+        (b"GET ftp://a/b HTTP/1.1\r\n", InvalidTarget),
+        (b"GET svn+ssh.x-y://h/p HTTP/1.1\r\n", InvalidTarget),
+        (b"GET http:/a/b HTTP/1.1\r\n", InvalidTarget),
+        (b"GET http:a HTTP/1.1\r\n", InvalidTarget),
+        (b"GET http:///b HTTP/1.1\r\n", InvalidTarget),
+        (b"GET http://:80/b HTTP/1.1\r\n", InvalidTarget),
+        (b"GET http://a:8x/b HTTP/1.1\r\n", InvalidTarget),
         (b"GET * HTTP/1.1\r\n", InvalidTarget),
         (b"POST * HTTP/1.1\r\n", InvalidTarget),
         (b"GET / http/1.1\r\n", InvalidVersion),

@@ -65,6 +65,28 @@ impl Connection {
         }
     }
 
+    /// A stream refused for being over `max_concurrent_streams` (RFC 9113 §5.1.2): its header
+    /// block was decoded for nothing, so it costs a control-frame token, as other blocks that
+    /// bring no request do. It is counted in a run that the next stream the server takes
+    /// ends (see [`Connection::reset_costs`]).
+    pub(super) fn refuse(&mut self) -> Result<(), Fault> {
+        self.spend_control()?;
+        self.refused_in_a_row = self.refused_in_a_row.saturating_add(1);
+        Ok(())
+    }
+
+    /// Whether a reset for `reason` spends the reset budget. Every stream error does but a
+    /// refusal within a run of at most `max_concurrent_streams`: a client that opens streams
+    /// as it sees others end may race the limit (its view of which streams are open lags the
+    /// server's, and before our SETTINGS it may assume any limit), sending up to a limit's
+    /// worth too many, then waits for one to end; its next stream is taken and the run starts
+    /// again. A client that keeps opening streams it is refused is past the run at once, and
+    /// each refusal then costs what any other stream error costs.
+    pub(super) fn reset_costs(&self, reason: Reason) -> bool {
+        reason != Reason::REFUSED_STREAM
+            || self.refused_in_a_row > self.settings.max_concurrent_streams
+    }
+
     /// A DATA frame of `len` bytes went out: the client may answer it with WINDOW_UPDATEs.
     pub(super) fn earn_window_updates(&mut self, len: usize) {
         self.updates_earned += UPDATES_PER_FRAME + (len / UPDATE_BYTES) as u64;
@@ -126,6 +148,89 @@ mod tests {
             );
             assert_eq!(goaway_code(&out), Some(Reason::ENHANCE_YOUR_CALM), "{what}");
         }
+    }
+
+    /// DATA on a stream the server reset is ignored but its window given back, a
+    /// WINDOW_UPDATE per frame: it was free, so a client could keep the server writing
+    /// updates for ever. Now the control budget pays for each; the few frames an honest client
+    /// had in flight when the reset came are answered as before.
+    #[test]
+    fn data_on_a_reset_stream_counts_in_the_control_budget() {
+        let mut conn = open(Settings {
+            max_control_frames: 20,
+            ..Settings::default()
+        });
+        run(&mut conn, &headers(1, 0, &POST));
+        conn.reset(1, Reason::CANCEL, &mut Vec::new());
+        let in_flight: Vec<u8> = (0..5).flat_map(|_| data(1, 0, &[7; 100])).collect();
+        let (events, out, err) = run(&mut conn, &in_flight);
+        assert_eq!((events, err), (vec![], None));
+        let updates: Vec<_> = frames(&out)
+            .into_iter()
+            .map(|(h, p)| (h.kind, h.stream, p))
+            .collect();
+        let update = (Kind::WindowUpdate, 0, 100u32.to_be_bytes().to_vec());
+        assert_eq!(updates, vec![update; 5]);
+        let flood: Vec<u8> = (0..100).flat_map(|_| data(1, 0, &[7])).collect();
+        let (_, out, err) = run(&mut conn, &flood);
+        assert_eq!(err.map(|e| e.reason()), Some(Reason::ENHANCE_YOUR_CALM));
+        assert_eq!(goaway_code(&out), Some(Reason::ENHANCE_YOUR_CALM));
+    }
+
+    /// A client that opens streams as fast as it sees others end races the concurrency limit:
+    /// here, with a limit of 2, it opens two too many each round and they are refused. Every
+    /// refusal spent the reset budget, so 3 rounds took a budget of 5 and the honest client got
+    /// GOAWAY; now refusals within a run of the limit's size (no stream taken between them)
+    /// are free of it. A client that goes on opening streams past the run is stopped.
+    #[test]
+    fn racing_the_stream_limit_is_not_a_reset_flood() {
+        let settings = Settings {
+            max_concurrent_streams: 2,
+            max_reset_streams: 5,
+            ..Settings::default()
+        };
+        let mut conn = open(settings.clone());
+        let mut next = 1;
+        let open_stream = |conn: &mut Connection, next: &mut u32| {
+            let (events, out, err) = run(conn, &headers(*next, flags::END_STREAM, &GET));
+            *next += 2;
+            assert_eq!(err, None);
+            (events.len(), rst_code(&out, *next - 2))
+        };
+        let mut open_ids = std::collections::VecDeque::from([1, 3]);
+        for _ in 0..2 {
+            assert_eq!(open_stream(&mut conn, &mut next), (1, None));
+        }
+        for _round in 0..20 {
+            // Two too many: refused.
+            for _ in 0..2 {
+                let refused = Some(Reason::REFUSED_STREAM);
+                assert_eq!(open_stream(&mut conn, &mut next), (0, refused));
+            }
+            // The oldest open stream is answered and ends; the client takes its place.
+            let oldest = open_ids.pop_front().unwrap();
+            let mut out = Vec::new();
+            let mut block = conn.headers(oldest, &mut out).unwrap();
+            block.status(204);
+            block.finish(true);
+            open_ids.push_back(next);
+            assert_eq!(open_stream(&mut conn, &mut next), (1, None));
+        }
+
+        let mut conn = open(settings);
+        run(&mut conn, &headers(1, flags::END_STREAM, &GET));
+        run(&mut conn, &headers(3, flags::END_STREAM, &GET));
+        let flood: Vec<u8> = (0..10)
+            .flat_map(|i| headers(5 + 2 * i, flags::END_STREAM, &GET))
+            .collect();
+        let (_, out, err) = run(&mut conn, &flood);
+        assert_eq!(err.map(|e| e.reason()), Some(Reason::ENHANCE_YOUR_CALM));
+        // The limit's run (2), then the reset budget (5), then the GOAWAY.
+        let refused = frames(&out)
+            .iter()
+            .filter(|(h, _)| h.kind == Kind::RstStream)
+            .count();
+        assert_eq!(refused, 2 + 5);
     }
 
     /// A client that gives window back for every DATA frame it reads, on the stream and on

@@ -18,11 +18,14 @@
 //!
 //! Defences: a client gets a budget of frames that cost work without carrying a request
 //! (SETTINGS, PING, PRIORITY, RST_STREAM, GOAWAY, empty DATA and CONTINUATION frames, frames
-//! of unknown types, header blocks for streams that are not served, and WINDOW_UPDATEs beyond
+//! of unknown types, header blocks for streams that are not served, DATA on streams the server
+//! reset (each costs a WINDOW_UPDATE for its connection window), and WINDOW_UPDATEs beyond
 //! those the server's DATA earned: two per frame sent and one per KiB) and a budget of
 //! stream resets (streams it resets while the server still works on them: rapid reset,
 //! CVE-2023-44487; and streams the server must reset because the client broke the protocol on
-//! them: "MadeYouReset"). Both refill over ten seconds; a client that spends either gets GOAWAY
+//! them: "MadeYouReset"; a stream refused over `max_concurrent_streams` counts there only
+//! past a run of that many refusals with no stream taken between them, an honest client's race
+//! with the limit, and in the control budget always). Both refill over ten seconds; a client that spends either gets GOAWAY
 //! `ENHANCE_YOUR_CALM`. A header block is bounded in bytes and in CONTINUATION frames.
 //!
 //! # Layout
@@ -234,6 +237,9 @@ pub struct Connection {
     /// WINDOW_UPDATE frames the client may send before they count as control frames: earned
     /// by the DATA the server sends (see `budget`).
     updates_earned: u64,
+    /// Streams refused (over `max_concurrent_streams`) since the server last took one: only
+    /// refusals past a run of `max_concurrent_streams` spend the reset budget (see `budget`).
+    refused_in_a_row: u32,
 }
 
 impl Connection {
@@ -277,6 +283,7 @@ impl Connection {
             control_budget: Budget::new(settings.max_control_frames),
             reset_budget: Budget::new(settings.max_reset_streams),
             updates_earned: 0,
+            refused_in_a_row: 0,
             settings,
         }
     }
@@ -389,7 +396,7 @@ impl Connection {
         reason: Reason,
         dst: &mut Vec<u8>,
     ) -> Result<Option<Event>, Error> {
-        if !self.reset_budget.spend() {
+        if self.reset_costs(reason) && !self.reset_budget.spend() {
             return Err(self.fail(Reason::ENHANCE_YOUR_CALM, "too many stream errors", dst));
         }
         let known = self.find(stream).is_some();

@@ -102,7 +102,11 @@ impl Connection {
                 return Err(conn_err(Reason::STREAM_CLOSED, "DATA on a closed stream"));
             }
             // Sent before the client saw our reset or GOAWAY: ignored, but its window is
-            // given back.
+            // given back. That WINDOW_UPDATE is work the frame costs and no request pays
+            // for, so the frame counts in the control-frame budget: a client that keeps
+            // sending on a stream it was told is reset floods (an honest one has at most its
+            // stream window in flight when the reset arrives: a few frames).
+            self.spend_control()?;
             self.release_connection(h.len, dst);
             return Ok(None);
         };
@@ -192,6 +196,7 @@ impl Connection {
                 } else if self.streams.len() >= self.settings.max_concurrent_streams as usize {
                     BlockUse::Discard(Some(Reason::REFUSED_STREAM))
                 } else {
+                    self.refused_in_a_row = 0;
                     BlockUse::Request
                 }
             }
@@ -269,6 +274,10 @@ impl Connection {
             BlockUse::Discard(None) => {
                 self.spend_control()?;
                 Ok(None)
+            }
+            BlockUse::Discard(Some(Reason::REFUSED_STREAM)) => {
+                self.refuse()?;
+                Err(Fault::Stream(id, Reason::REFUSED_STREAM))
             }
             BlockUse::Discard(Some(reason)) => Err(Fault::Stream(id, reason)),
             _ if verdict.is_err() => Err(Fault::Stream(id, Reason::PROTOCOL_ERROR)),
