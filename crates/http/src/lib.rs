@@ -71,6 +71,7 @@ mod router;
 mod running;
 mod server;
 mod service;
+mod static_files;
 mod tls;
 mod transport;
 
@@ -84,4 +85,5 @@ pub use response::{IntoResponse, Json, Response};
 pub use router::{any, delete, get, options, patch, post, put, MethodRouter, Router};
 pub use server::{Server, ServerHandle};
 pub use service::{service_fn, Service, ServiceFn};
+pub use static_files::ServeDir;
 pub use tls::{CertKey, Tls, TlsConfig};

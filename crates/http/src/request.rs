@@ -380,6 +380,13 @@ impl Request {
         Some(self.find_param(name)?.value(self.path()))
     }
 
+    /// The value of the matched route's catch-all parameter as sent (not decoded), if the
+    /// route ends in one: what a service mounted on it serves, whatever the parameter's name.
+    pub(crate) fn catch_all_raw(&self) -> Option<&str> {
+        let param = self.params.as_ref()?.iter().find(|p| p.rest)?;
+        Some(param.value(self.path()))
+    }
+
     fn find_param(&self, name: &str) -> Option<&Param> {
         self.params.as_ref()?.iter().find(|p| &*p.name == name)
     }

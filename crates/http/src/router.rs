@@ -241,6 +241,23 @@ impl Router {
         self
     }
 
+    /// Hands every request for `pattern`, whatever its method, to `service` (which answers
+    /// methods it does not take itself, as [`ServeDir`](crate::ServeDir) does with 405). A
+    /// pattern ending in a catch-all mounts the service under a prefix:
+    /// `.route_service("/static/{*path}", ServeDir::new("public"))`; `/{*path}` makes it the
+    /// fallback for every path no other route takes.
+    ///
+    /// # Panics
+    /// As [`Router::route`].
+    pub fn route_service<S: Service>(self, pattern: &str, service: S) -> Router {
+        let service = Arc::new(service);
+        let call = move |req| {
+            let service = service.clone();
+            async move { service.call(req).await }
+        };
+        self.route(pattern, any(call))
+    }
+
     /// Shares `state` with every handler, read back with [`Request::state`].
     pub fn state<T: Send + Sync + 'static>(mut self, state: T) -> Router {
         self.state = Some(Arc::new(state));
