@@ -21,6 +21,6 @@ pub use volt_rt as rt;
 
 pub use volt_http::{
     any, delete, get, patch, post, put, service_fn, Body, CertKey, Client, Config, Error,
-    IntoResponse, Json, Request, Response, Router, Server, ServerHandle, Service, StatusCode, Tls,
-    TlsConfig,
+    IntoResponse, Json, Request, Response, Router, ServeDir, Server, ServerHandle, Service,
+    StatusCode, Tls, TlsConfig,
 };
