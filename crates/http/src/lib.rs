@@ -20,6 +20,8 @@
 //! - HTTP/2: a plain port answers the HTTP/2 preface (prior knowledge) as well as HTTP/1; with
 //!   [`Server::tls`] and a [`TlsConfig`] (PEM certificates, SNI) the port serves HTTPS, HTTP/2
 //!   or HTTP/1.1 as ALPN chooses. Handlers do not change.
+//! - [`ServeDir`] serves a directory's files (validators, conditional requests, byte ranges,
+//!   index pages and listings), as the whole app or mounted with [`Router::route_service`].
 //! - [`Client`] makes HTTP/1.1 and HTTP/2 requests over TCP or TLS from a worker, keeps
 //!   connections per origin, and streams bodies both ways ([`ClientResponse::chunk`]).
 //!
@@ -55,7 +57,7 @@
 //! (rustls configuration and the TLS accept path), `h2` (volt-proto's HTTP/2 connection driven
 //! on the same transport: handlers polled inline, request and response bodies under flow
 //! control), `request` / `response` / `body`,
-//! `router`, `service`, `config`, `error`. HTTP/1 parsing and encoding live in `volt-proto`.
+//! `router`, `service`, `static_files` (`ServeDir`), `config`, `error`. HTTP/1 parsing and encoding live in `volt-proto`.
 #![forbid(unsafe_code)]
 
 mod body;

@@ -5,6 +5,7 @@
 //! reading.
 
 mod common;
+mod h2common;
 
 use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt};
@@ -12,7 +13,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use common::{RawResponse, TestServer, XorShift};
+use h2common::{connect_h2c, send};
 use volt_http::{get, Router, ServeDir};
 
 const HELLO: &str = "hello, world\n";
@@ -53,7 +56,7 @@ impl Tree {
         fs::write(base.join("outside/secret.txt"), b"outside\n").unwrap();
         symlink(base.join("outside/secret.txt"), root.join("escape.txt")).unwrap();
         symlink(base.join("outside"), root.join("escape_dir")).unwrap();
-        symlink("hello.txt", root.join("inside_link.txt")).unwrap();
+        symlink("hello.txt", root.join("inside_link.md")).unwrap();
         Tree { base }
     }
 
@@ -462,11 +465,17 @@ fn links_out_of_the_root_are_refused_by_default() {
     assert_eq!(status(&server, "/escape.txt"), 404);
     assert_eq!(status(&server, "/escape_dir/secret.txt"), 404);
     assert_eq!(status(&server, "/escape_dir/"), 404);
-    // A link that stays inside is followed.
+    // A link that stays inside is followed, and typed by its own name.
+    let r = get_with(&server, "/inside_link.md", "");
+    assert_eq!(r.body, HELLO.as_bytes());
     assert_eq!(
-        get_with(&server, "/inside_link.txt", "").body,
-        HELLO.as_bytes()
+        r.header("content-type"),
+        Some("text/markdown; charset=utf-8")
     );
+    // Listings show only the links that may be followed.
+    let root = get_with(&server, "/", "").body_text();
+    assert!(root.contains("href=\"inside_link.md\""));
+    assert!(!root.contains("escape"), "{root}");
     drop(server);
     let server = common::start(ServeDir::new(tree.root()).follow_links_out(true));
     assert_eq!(get_with(&server, "/escape.txt", "").body, b"outside\n");
@@ -474,6 +483,9 @@ fn links_out_of_the_root_are_refused_by_default() {
         get_with(&server, "/escape_dir/secret.txt", "").body,
         b"outside\n"
     );
+    assert!(get_with(&server, "/", "")
+        .body_text()
+        .contains("escape_dir/"));
 }
 
 #[test]
@@ -539,4 +551,54 @@ fn a_changed_file_is_not_304() {
         (200, b"changed\n".as_slice())
     );
     assert_ne!(r.header("etag"), Some(etag.as_str()));
+}
+
+/// The same answers over HTTP/2 (prior knowledge): a large file through flow control, a
+/// 304 and a HEAD with no DATA, a part, a redirect.
+#[test]
+fn over_http2_too() {
+    let tree = Tree::new();
+    let server = serve(&tree);
+    let addr = server.addr();
+    let (etag, _) = tree.validators("big.bin");
+    let request = |method: &str, path: &str, field: Option<(&str, &str)>| {
+        let mut r = http::Request::builder()
+            .method(method)
+            .uri(format!("http://t{path}"));
+        if let Some((name, value)) = field {
+            r = r.header(name, value);
+        }
+        r.body(()).unwrap()
+    };
+    volt_rt::block_on(async move {
+        let mut client = connect_h2c(addr).await;
+        let r = send(&mut client, request("GET", "/big.bin", None), Bytes::new()).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.headers["content-length"], "1048699");
+        assert_eq!(r.headers["etag"], etag.as_str());
+        assert!(r.body == big(), "the body differs from the file");
+        let r = send(
+            &mut client,
+            request("GET", "/big.bin", Some(("if-none-match", &etag))),
+            Bytes::new(),
+        )
+        .await;
+        assert_eq!((r.status, r.body.len()), (304, 0));
+        assert_eq!(r.headers["etag"], etag.as_str());
+        let r = send(&mut client, request("HEAD", "/big.bin", None), Bytes::new()).await;
+        assert_eq!((r.status, r.body.len()), (200, 0));
+        assert_eq!(r.headers["content-length"], "1048699");
+        let range = Some(("range", "bytes=-3"));
+        let r = send(
+            &mut client,
+            request("GET", "/hello.txt", range),
+            Bytes::new(),
+        )
+        .await;
+        assert_eq!((r.status, &r.body[..]), (206, &b"ld\n"[..]));
+        assert_eq!(r.headers["content-range"], "bytes 10-12/13");
+        let r = send(&mut client, request("GET", "/dir?q", None), Bytes::new()).await;
+        assert_eq!(r.status, 301);
+        assert_eq!(r.headers["location"], "/dir/?q");
+    });
 }

@@ -62,14 +62,22 @@ impl Conditions {
             get: *req.method() == http::Method::GET,
             ..Conditions::default()
         };
+        const NAMES: [&str; 6] = [
+            "if-match",
+            "if-none-match",
+            "if-modified-since",
+            "if-unmodified-since",
+            "range",
+            "if-range",
+        ];
         for (name, value) in req.headers() {
-            let slot = match name.to_ascii_lowercase().as_str() {
-                "if-match" => &mut c.if_match,
-                "if-none-match" => &mut c.if_none_match,
-                "if-modified-since" => &mut c.if_modified_since,
-                "if-unmodified-since" => &mut c.if_unmodified_since,
-                "range" => &mut c.range,
-                "if-range" => &mut c.if_range,
+            let slot = match NAMES.iter().position(|n| name.eq_ignore_ascii_case(n)) {
+                Some(0) => &mut c.if_match,
+                Some(1) => &mut c.if_none_match,
+                Some(2) => &mut c.if_modified_since,
+                Some(3) => &mut c.if_unmodified_since,
+                Some(4) => &mut c.range,
+                Some(5) => &mut c.if_range,
                 _ => continue,
             };
             match slot {

@@ -30,6 +30,9 @@ use crate::response::{IntoResponse, Response};
 use crate::service::Service;
 use crate::{Error, Request};
 
+/// The page a directory is answered with, if it has one.
+const INDEX: &str = "index.html";
+
 /// A [`Service`] serving the files under a directory, for GET and HEAD.
 ///
 /// Used as the whole app (`Server::bind(addr)?.serve(ServeDir::new("public"))`), or mounted
@@ -114,12 +117,7 @@ impl ServeDir {
             r.append_header(http::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
             return r;
         }
-        // Mounted on a catch-all, its value is the path under the root; else the whole path.
-        let full_path = req.path();
-        let raw = req
-            .catch_all_raw()
-            .unwrap_or_else(|| full_path.strip_prefix('/').unwrap_or(full_path));
-        let rel = match path::parse(raw) {
+        let rel = match path::parse(under_root(&req)) {
             Ok(rel) => rel,
             Err(e) => return Error::bad_request(e.message()).into_response(),
         };
@@ -129,10 +127,11 @@ impl ServeDir {
         let lookup = Lookup {
             root: self.root.clone(),
             segments: rel.segments,
-            as_dir: full_path.ends_with('/'),
+            as_dir: req.path().ends_with('/'),
             options: self.options,
             conditions: Conditions::of(&req),
             head: *method == Method::HEAD,
+            jail: None,
         };
         let found = match volt_rt::spawn_blocking(move || lookup.run()).await {
             Ok(found) => found,
@@ -157,6 +156,9 @@ struct Lookup {
     options: Options,
     conditions: Conditions,
     head: bool,
+    /// The root with its links resolved, which every path must stay under (`None` when
+    /// links may lead out).
+    jail: Option<PathBuf>,
 }
 
 /// What the lookup found: what to answer.
@@ -183,7 +185,13 @@ struct FileAnswer {
 }
 
 impl Lookup {
-    fn run(self) -> Answer {
+    fn run(mut self) -> Answer {
+        if !self.options.follow_links_out {
+            match self.root.canonicalize() {
+                Ok(root) => self.jail = Some(root),
+                Err(e) => return failed(e),
+            }
+        }
         let mut path = self.root.to_path_buf();
         path.extend(&self.segments);
         let path = match self.resolve(path) {
@@ -201,18 +209,19 @@ impl Lookup {
             // A file asked for as a directory (`/a.txt/`).
             return Answer::NotFound;
         }
-        self.file(&path)
+        // The type is the requested name's (a link's target may be named otherwise).
+        let name = self.segments.last().map_or(Path::new(""), Path::new);
+        self.file(&path, name)
     }
 
     /// `path` with every link resolved, if it stays under the root; as it is when links
     /// may lead out.
     fn resolve(&self, path: PathBuf) -> io::Result<PathBuf> {
-        if self.options.follow_links_out {
+        let Some(jail) = &self.jail else {
             return Ok(path);
-        }
-        let root = self.root.canonicalize()?;
+        };
         let resolved = path.canonicalize()?;
-        if !resolved.starts_with(&root) {
+        if !resolved.starts_with(jail) {
             return Err(io::ErrorKind::NotFound.into());
         }
         Ok(resolved)
@@ -222,9 +231,9 @@ impl Lookup {
         if !self.as_dir {
             return Answer::Redirect;
         }
-        let index = self.resolve(dir.join("index.html")).ok();
+        let index = self.resolve(dir.join(INDEX)).ok();
         if let Some(index) = index.filter(|p| p.is_file()) {
-            return self.file(&index);
+            return self.file(&index, Path::new(INDEX));
         }
         if !self.options.listing {
             return Answer::NotFound;
@@ -249,6 +258,10 @@ impl Lookup {
             if name.as_encoded_bytes().starts_with(b".") && !self.options.dotfiles {
                 continue;
             }
+            // A link is listed only if it may be followed.
+            if entry.file_type()?.is_symlink() && self.resolve(entry.path()).is_err() {
+                continue;
+            }
             // A broken link, or one that cannot be followed, is left out.
             let Ok(meta) = fs::metadata(entry.path()) else {
                 continue;
@@ -261,7 +274,8 @@ impl Lookup {
         Ok(entries)
     }
 
-    fn file(&self, path: &Path) -> Answer {
+    /// The answer for the file at `path`, whose type is `name`'s.
+    fn file(&self, path: &Path, name: &Path) -> Answer {
         let file = match File::open(path) {
             Ok(file) => file,
             Err(e) => return failed(e),
@@ -293,7 +307,7 @@ impl Lookup {
         }
         Answer::File(FileAnswer {
             file,
-            content_type: mime::content_type(path),
+            content_type: mime::content_type(name),
             len,
             validators,
             outcome,
@@ -329,19 +343,22 @@ impl Answer {
                 Outcome::PreconditionFailed => precondition_failed(),
                 _ => Response::new(StatusCode::OK)
                     .with_content_type(HeaderValue::from_static("text/html; charset=utf-8"))
-                    .with_body(listing::page(req.path(), entries, req_at_root(req))),
+                    .with_body(listing::page(
+                        req.path(),
+                        entries,
+                        under_root(req).is_empty(),
+                    )),
             },
         }
     }
 }
 
-/// Whether the listed directory is the served root: the catch-all's value (or the path
-/// under `/`) is empty.
-fn req_at_root(req: &Request) -> bool {
+/// The path to look up under the root, as sent: the value of the catch-all the service is
+/// mounted on, else the whole path without its `/`.
+fn under_root(req: &Request) -> &str {
     let path = req.path();
     req.catch_all_raw()
         .unwrap_or_else(|| path.strip_prefix('/').unwrap_or(path))
-        .is_empty()
 }
 
 /// 301 to the path with a `/` added, the query kept. Permanent, so browsers and caches
