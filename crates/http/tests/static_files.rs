@@ -140,6 +140,9 @@ fn a_file_has_its_type_length_and_validators() {
     let r = get_with(&server, "/empty.txt", "Range: bytes=0-0\r\n");
     assert_eq!((r.status, r.header("content-length")), (200, Some("0")));
     assert_eq!(status(&server, "/missing.txt"), 404);
+    // Names and paths longer than Linux allows are 404 too, not a file system error.
+    assert_eq!(status(&server, &format!("/{}", "n".repeat(300))), 404);
+    assert_eq!(status(&server, &format!("/{}", "dir/".repeat(1100))), 404);
     assert_eq!(status(&server, "/dir/missing/x"), 404);
 }
 

@@ -194,6 +194,12 @@ impl Lookup {
         }
         let mut path = self.root.to_path_buf();
         path.extend(&self.segments);
+        // Linux's NAME_MAX and PATH_MAX: no file has a longer name or path. Looked up, it
+        // would fail with ENAMETOOLONG, which std's stable error kinds do not tell apart
+        // from a failing disk.
+        if self.segments.iter().any(|s| s.len() > 255) || path.as_os_str().len() >= 4096 {
+            return Answer::NotFound;
+        }
         let path = match self.resolve(path) {
             Ok(path) => path,
             Err(e) => return failed(e),
