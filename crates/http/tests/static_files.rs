@@ -392,6 +392,21 @@ fn directories_redirect_then_show_their_index_or_a_listing() {
         ]
     );
     assert!(r.body_text().contains("<title>Index of /dir/</title>"));
+    assert_eq!(r.header("etag"), None);
+    // A listing has no tag: `*` matches it, a named tag does not.
+    assert_eq!(
+        get_with(&server, "/dir/", "If-None-Match: *\r\n").status,
+        304
+    );
+    assert_eq!(
+        get_with(&server, "/dir/", "If-None-Match: \"x\"\r\n").status,
+        200
+    );
+    assert_eq!(
+        get_with(&server, "/dir/", "If-Match: \"x\"\r\n").status,
+        412
+    );
+    assert_eq!(get_with(&server, "/dir/", "If-Match: *\r\n").status, 200);
     // The links work.
     assert_eq!(get_with(&server, "/dir/a%20b.txt", "").body, b"a b\n");
     assert_eq!(get_with(&server, "/dir/%3Cx%3E%26.txt", "").body, b"x\n");
