@@ -563,6 +563,14 @@ fn percent_decode(s: &str) -> Option<Cow<'_, str>> {
     if !s.contains('%') {
         return Some(Cow::Borrowed(s));
     }
+    String::from_utf8(percent_decode_bytes(s)?)
+        .ok()
+        .map(Cow::Owned)
+}
+
+/// Decodes `%XX` escapes (RFC 3986 §2.1) into bytes, UTF-8 or not; `None` if an escape is
+/// malformed. Path parameters and static file paths both decode through this.
+pub(crate) fn percent_decode_bytes(s: &str) -> Option<Vec<u8>> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -578,7 +586,7 @@ fn percent_decode(s: &str) -> Option<Cow<'_, str>> {
             i += 1;
         }
     }
-    String::from_utf8(out).ok().map(Cow::Owned)
+    Some(out)
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 
+use crate::request::percent_decode_bytes;
+
 /// A request path as segments to push under the root, one by one.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct RelPath {
@@ -61,7 +63,8 @@ pub(super) fn parse(raw: &str) -> Result<RelPath, BadPath> {
             }
             return Err(BadPath::Empty);
         }
-        let decoded = decode(piece)?;
+        // A file name is bytes on Linux, UTF-8 or not.
+        let decoded = percent_decode_bytes(piece).ok_or(BadPath::Encoding)?;
         if decoded == b"." || decoded == b".." {
             return Err(BadPath::Dots);
         }
@@ -72,28 +75,6 @@ pub(super) fn parse(raw: &str) -> Result<RelPath, BadPath> {
         rel.segments.push(OsString::from_vec(decoded));
     }
     Ok(rel)
-}
-
-/// Decodes `%XX` escapes (RFC 3986 §2.1) into bytes: a file name is bytes on Linux, UTF-8 or
-/// not.
-fn decode(s: &str) -> Result<Vec<u8>, BadPath> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = |at: usize| bytes.get(at).and_then(|&b| (b as char).to_digit(16));
-            let (Some(hi), Some(lo)) = (hex(i + 1), hex(i + 2)) else {
-                return Err(BadPath::Encoding);
-            };
-            out.push((hi * 16 + lo) as u8);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
