@@ -1,5 +1,7 @@
 //! `volt`: the command line of the volt HTTP toolkit. `volt bench` is a load generator, a thin
-//! layer over the `volt-bench` library.
+//! layer over the `volt-bench` library; `volt serve` serves a directory's files (`serve.rs`).
+
+mod serve;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -22,7 +24,10 @@ enum Command {
     /// Load-test an HTTP/1.1 or HTTP/2 (h2c) server: closed loop (like wrk, or h2load with
     /// --h2), constant rate with latency corrected for coordinated omission (like wrk2), or a
     /// sweep over rates or connections.
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
+    /// Serve a directory's files over HTTP/1.1 and HTTP/2 (h2c): conditional requests, byte
+    /// ranges, index.html, directory listings.
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Args, Debug)]
@@ -137,7 +142,8 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(e),
     };
     match cli.command {
-        Command::Bench(args) => bench(args),
+        Command::Bench(args) => bench(*args),
+        Command::Serve(args) => serve::serve(args),
     }
 }
 
@@ -162,7 +168,11 @@ fn usage_error(e: clap::Error) -> ExitCode {
         .map(str::trim)
         .take_while(|line| !line.is_empty())
         .collect();
-    eprintln!("{} (see `volt bench --help`)", message.join(" "));
+    let command = match std::env::args().nth(1).as_deref() {
+        Some("serve") => "serve",
+        _ => "bench",
+    };
+    eprintln!("{} (see `volt {command} --help`)", message.join(" "));
     ExitCode::from(2)
 }
 

@@ -23,6 +23,8 @@
 //! - WebSocket (RFC 6455) on HTTP/1.1, plain or TLS: [`Request::websocket`] checks the
 //!   handshake, [`WebSocketUpgrade::on_upgrade`] answers 101 and runs a session on the
 //!   connection, where a [`WebSocket`] receives and sends [`Message`]s.
+//! - [`ServeDir`] serves a directory's files (validators, conditional requests, byte ranges,
+//!   index pages and listings), as the whole app or mounted with [`Router::route_service`].
 //! - [`Client`] makes HTTP/1.1 and HTTP/2 requests over TCP or TLS from a worker, keeps
 //!   connections per origin, and streams bodies both ways ([`ClientResponse::chunk`]).
 //! - [`Cgi`] runs CGI/1.1 scripts (RFC 3875) from a directory, on a route or as the service.
@@ -60,9 +62,9 @@
 //! on the same transport: handlers polled inline, request and response bodies under flow
 //! control), `ws` (WebSocket: the handshake, and the session on the transport the HTTP/1
 //! connection hands over; frames are `volt_proto::ws`'s), `request` / `response` / `body`,
-//! `router`, `service`, `config`, `error`, `cgi` (the CGI gateway: script lookup,
-//! meta-variables, the process and its pipes, the script's header block). HTTP/1 parsing and
-//! encoding live in `volt-proto`.
+//! `router`, `service`, `static_files` (`ServeDir`), `cgi` (the CGI gateway: script lookup,
+//! meta-variables, the process and its pipes, the script's header block), `config`, `error`.
+//! HTTP/1 parsing and encoding live in `volt-proto`.
 #![forbid(unsafe_code)]
 
 mod body;
@@ -79,6 +81,7 @@ mod router;
 mod running;
 mod server;
 mod service;
+mod static_files;
 mod tls;
 mod transport;
 mod ws;
@@ -94,5 +97,6 @@ pub use response::{IntoResponse, Json, Response};
 pub use router::{any, delete, get, options, patch, post, put, MethodRouter, Router};
 pub use server::{Server, ServerHandle};
 pub use service::{service_fn, Service, ServiceFn};
+pub use static_files::ServeDir;
 pub use tls::{CertKey, Tls, TlsConfig};
 pub use ws::{Message, WebSocket, WebSocketUpgrade};

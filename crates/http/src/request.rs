@@ -427,8 +427,9 @@ impl Request {
         Some(self.find_param(name)?.value(self.path()))
     }
 
-    /// The value of the matched route's catch-all parameter (`{*rest}`) as sent, if it has one.
-    pub(crate) fn raw_catch_all(&self) -> Option<&str> {
+    /// The value of the matched route's catch-all parameter as sent (not decoded), if the
+    /// route ends in one: what a service mounted on it serves, whatever the parameter's name.
+    pub(crate) fn catch_all_raw(&self) -> Option<&str> {
         let param = self.params.as_ref()?.iter().find(|p| p.rest)?;
         Some(param.value(self.path()))
     }
@@ -614,6 +615,14 @@ pub(crate) fn percent_decode(s: &str) -> Option<Cow<'_, str>> {
     if !s.contains('%') {
         return Some(Cow::Borrowed(s));
     }
+    String::from_utf8(percent_decode_bytes(s)?)
+        .ok()
+        .map(Cow::Owned)
+}
+
+/// Decodes `%XX` escapes (RFC 3986 §2.1) into bytes, UTF-8 or not; `None` if an escape is
+/// malformed. Path parameters and static file paths both decode through this.
+pub(crate) fn percent_decode_bytes(s: &str) -> Option<Vec<u8>> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -629,7 +638,7 @@ pub(crate) fn percent_decode(s: &str) -> Option<Cow<'_, str>> {
             i += 1;
         }
     }
-    String::from_utf8(out).ok().map(Cow::Owned)
+    Some(out)
 }
 
 #[cfg(test)]

@@ -173,14 +173,14 @@ impl Router {
     }
 
     /// Adds `methods` at `pattern`. Segments are literal, `{name}` (one segment, captured), or a
-    /// final `{*name}` (the rest of the path, captured). `methods` is a [`MethodRouter`] or
-    /// anything that becomes one, such as a [`Cgi`](crate::Cgi) gateway (every method).
+    /// final `{*name}` (the rest of the path, captured). A [`Service`] such as
+    /// [`ServeDir`](crate::ServeDir) or [`Cgi`](crate::Cgi) is mounted with
+    /// [`route_service`](Router::route_service).
     ///
     /// # Panics
     /// If the pattern is malformed (no leading `/`, a catch-all that is not last, an unclosed
     /// brace, an empty or repeated parameter name) or already registered.
-    pub fn route(mut self, pattern: &str, methods: impl Into<MethodRouter>) -> Router {
-        let methods = methods.into();
+    pub fn route(mut self, pattern: &str, methods: MethodRouter) -> Router {
         assert!(
             pattern.starts_with('/'),
             "route `{pattern}` must start with `/`"
@@ -241,6 +241,24 @@ impl Router {
         );
         node.endpoint = Some(Endpoint::new(pattern, params, methods, allow));
         self
+    }
+
+    /// Hands every request for `pattern`, whatever its method, to `service` (which answers
+    /// methods it does not take itself, as [`ServeDir`](crate::ServeDir) does with 405). A
+    /// pattern ending in a catch-all mounts the service under a prefix, and the catch-all's
+    /// value is the path it sees: `.route_service("/static/{*path}", ServeDir::new("public"))`,
+    /// `.route_service("/cgi-bin/{*script}", Cgi::new("cgi-bin"))`; `/{*path}` makes it the
+    /// fallback for every path no other route takes.
+    ///
+    /// # Panics
+    /// As [`Router::route`].
+    pub fn route_service<S: Service>(self, pattern: &str, service: S) -> Router {
+        let service = Arc::new(service);
+        let call = move |req| {
+            let service = service.clone();
+            async move { service.call(req).await }
+        };
+        self.route(pattern, any(call))
     }
 
     /// Shares `state` with every handler, read back with [`Request::state`].

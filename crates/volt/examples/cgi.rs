@@ -59,7 +59,7 @@ fn main() -> std::io::Result<()> {
         .max_processes(32);
     let app = Router::new()
         .route("/", get(|_req| async { "try /cgi-bin/hello.sh\n" }))
-        .route("/cgi-bin/{*script}", cgi);
+        .route_service("/cgi-bin/{*script}", cgi);
     let server = Server::bind(addr.as_str())?;
     println!(
         "serving {} on http://{}/cgi-bin/ (I/O: {})",

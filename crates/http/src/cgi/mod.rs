@@ -31,7 +31,6 @@ use http::StatusCode;
 use volt_rt::time::{sleep, Sleep};
 
 use crate::request::percent_decode;
-use crate::router::{any, MethodRouter};
 use crate::{Body, Error, IntoResponse, Request, Response, Service};
 
 /// Header fields about one connection (RFC 9110 §7.6.1), passed neither way: not to a script
@@ -60,7 +59,7 @@ const MAX_HEAD_BYTES: usize = 32 * 1024;
 /// ```no_run
 /// use volt_http::{Cgi, Router, Server};
 ///
-/// let app = Router::new().route("/cgi-bin/{*script}", Cgi::new("/srv/cgi-bin"));
+/// let app = Router::new().route_service("/cgi-bin/{*script}", Cgi::new("/srv/cgi-bin"));
 /// Server::bind("127.0.0.1:8080")?.serve(app)?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
@@ -155,13 +154,6 @@ impl Service for Cgi {
     }
 }
 
-/// Every method of a route goes to the gateway.
-impl From<Cgi> for MethodRouter {
-    fn from(cgi: Cgi) -> MethodRouter {
-        any(move |req| run(cgi.settings.clone(), req))
-    }
-}
-
 thread_local! {
     /// Scripts running on this worker, per gateway.
     static RUNNING: RefCell<HashMap<usize, usize>> = RefCell::new(HashMap::new());
@@ -203,7 +195,7 @@ fn error(status: StatusCode, message: &str) -> Response {
 async fn run(settings: Arc<Settings>, mut req: Request) -> Response {
     // The part of the path below the mount point: the catch-all's value, or the whole path.
     let path = req.path();
-    let below = match req.raw_catch_all() {
+    let below = match req.catch_all_raw() {
         Some(rest) => rest,
         None => path.strip_prefix('/').unwrap_or(path),
     };

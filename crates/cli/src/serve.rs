@@ -1,0 +1,76 @@
+//! `volt serve`: a directory's files over HTTP, on volt-http's `ServeDir`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use volt_http::{ServeDir, Server};
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Examples:
+  volt serve                      # the current directory at http://127.0.0.1:8000/
+  volt serve public --addr 0.0.0.0:8080 --workers 4
+  volt serve site --no-listing    # directories without index.html answer 404")]
+pub(crate) struct ServeArgs {
+    /// The directory to serve
+    #[arg(value_name = "DIR", default_value = ".")]
+    dir: PathBuf,
+
+    /// Address to listen on (port 0 picks a free port)
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8000")]
+    addr: String,
+
+    /// Worker threads, one event loop each [default: the CPUs available]
+    #[arg(short = 'w', long, value_name = "N")]
+    workers: Option<usize>,
+
+    /// Answer 404 for a directory without index.html instead of listing its entries
+    #[arg(long)]
+    no_listing: bool,
+}
+
+/// Serves until Ctrl-C (or SIGTERM), then shuts down gracefully. A directory that is not one
+/// is a usage error (exit code 2); an address that cannot be bound, or a failure while
+/// serving, exits with 1.
+pub(crate) fn serve(args: ServeArgs) -> ExitCode {
+    if !args.dir.is_dir() {
+        eprintln!("error: `{}` is not a directory", args.dir.display());
+        return ExitCode::from(2);
+    }
+    let backend = match volt_rt::IoBackend::auto() {
+        Ok(backend) => backend,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut server = match Server::bind(args.addr.as_str()) {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("error: binding {}: {e}", args.addr);
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(n) = args.workers {
+        server = server.workers(n);
+    }
+    let workers = args
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    println!(
+        "volt serve: {} at http://{}/ with {workers} worker(s), on {backend} (Ctrl-C stops)",
+        args.dir.display(),
+        server.local_addr()
+    );
+    let _ = std::io::stdout().flush();
+    match server.serve(ServeDir::new(args.dir).listing(!args.no_listing)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

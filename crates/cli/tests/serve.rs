@@ -1,0 +1,78 @@
+//! `volt serve` as a user runs it: it prints where it serves, serves a file, and stops
+//! gracefully on Ctrl-C (SIGINT).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn serves_a_directory_and_stops_on_ctrl_c() {
+    let dir = std::env::temp_dir().join(format!("volt-serve-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("hello.txt"), "hello from volt serve\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_volt"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1"])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("running volt serve");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    assert!(line.starts_with("volt serve: "), "{line:?}");
+
+    let mut conn = TcpStream::connect(&addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    conn.write_all(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    conn.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+    assert!(response.contains("\r\nContent-Type: text/plain; charset=utf-8\r\n"));
+    assert!(
+        response.ends_with("\r\n\r\nhello from volt serve\n"),
+        "{response}"
+    );
+
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "volt serve did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_missing_directory_is_a_usage_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_volt"))
+        .args(["serve", "/nonexistent/volt/dir", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: `/nonexistent/volt/dir` is not a directory\n"
+    );
+    assert!(out.stdout.is_empty());
+}

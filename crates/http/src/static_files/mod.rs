@@ -1,0 +1,456 @@
+//! Static files: [`ServeDir`] serves a directory's files with validators, conditional
+//! requests and byte ranges, redirects and index pages for directories, and HTML listings.
+//!
+//! `path` makes a request path safe to look up, `conditional` decides what the request's
+//! header fields ask for, `listing` writes directory pages, `mime` names types, `file_body`
+//! streams a file off the worker. This module does the lookup (on the blocking pool) and
+//! builds the response.
+
+mod conditional;
+mod file_body;
+mod listing;
+mod mime;
+mod path;
+
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use http::header::{HeaderName, HeaderValue};
+use http::{Method, StatusCode};
+
+use self::conditional::{Conditions, Outcome, Validators};
+use self::file_body::{FileChunks, CHUNK};
+use self::listing::Entry;
+use crate::body::Body;
+use crate::response::{IntoResponse, Response};
+use crate::service::Service;
+use crate::{Error, Request};
+
+/// The page a directory is answered with, if it has one.
+const INDEX: &str = "index.html";
+
+/// A [`Service`] serving the files under a directory, for GET and HEAD.
+///
+/// Used as the whole app (`Server::bind(addr)?.serve(ServeDir::new("public"))`), or mounted
+/// with [`Router::route_service`](crate::Router::route_service) on a route ending in a
+/// catch-all, whose value is then the path looked up under the directory:
+///
+/// ```no_run
+/// use volt_http::{get, Router, ServeDir, Server};
+///
+/// let app = Router::new()
+///     .route("/api/hello", get(|_req| async { "hello" }))
+///     .route_service("/static/{*path}", ServeDir::new("public"));
+/// Server::bind("127.0.0.1:8080")?.serve(app)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// A file is answered with `Content-Type` (by extension), `Content-Length`, `Last-Modified`,
+/// a strong `ETag` and `Accept-Ranges: bytes`; conditional requests (RFC 9110 §13) and a single
+/// byte range (§14) are honoured. A directory asked for without its trailing `/` is
+/// redirected (301) to it; with it, its `index.html` is served, else a listing (unless
+/// [`ServeDir::listing`] turned them off: 404). Paths with `.` or `..` segments, empty
+/// segments, encoded slashes, backslashes or NULs are refused (400); dotfiles answer 404
+/// unless [`ServeDir::dotfiles`]; so does a symbolic link that leads out of the directory,
+/// unless [`ServeDir::follow_links_out`]. Files are read on volt-rt's blocking pool, never
+/// on a worker.
+#[derive(Clone, Debug)]
+pub struct ServeDir {
+    root: Arc<Path>,
+    options: Options,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Options {
+    listing: bool,
+    dotfiles: bool,
+    follow_links_out: bool,
+}
+
+impl ServeDir {
+    /// Serves the files under `root` (looked up on each request: it need not exist yet).
+    pub fn new(root: impl Into<PathBuf>) -> ServeDir {
+        ServeDir {
+            root: root.into().into(),
+            options: Options {
+                listing: true,
+                dotfiles: false,
+                follow_links_out: false,
+            },
+        }
+    }
+
+    /// Whether a directory without `index.html` is answered with a listing of its entries
+    /// (default: yes). Off, it answers 404: there is nothing to show at that address.
+    pub fn listing(mut self, on: bool) -> ServeDir {
+        self.options.listing = on;
+        self
+    }
+
+    /// Whether files and directories whose name starts with `.` are served and listed
+    /// (default: no, they answer 404, as if absent: `.git`, `.env` and the like are rarely
+    /// meant to be published).
+    pub fn dotfiles(mut self, on: bool) -> ServeDir {
+        self.options.dotfiles = on;
+        self
+    }
+
+    /// Whether a symbolic link may lead out of the directory (default: no). Off, each path is
+    /// resolved (`canonicalize`) and must stay under the directory's own resolved path, or
+    /// it answers 404. The check is made at lookup time: a tree that others can change while
+    /// it is served (swapping a directory for a link between the check and the open) is not
+    /// defended against.
+    pub fn follow_links_out(mut self, on: bool) -> ServeDir {
+        self.options.follow_links_out = on;
+        self
+    }
+
+    async fn serve(&self, req: Request) -> Response {
+        let method = req.method();
+        if *method != Method::GET && *method != Method::HEAD {
+            let mut r =
+                Error::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").into_response();
+            r.append_header(http::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            return r;
+        }
+        let rel = match path::parse(under_root(&req)) {
+            Ok(rel) => rel,
+            Err(e) => return Error::bad_request(e.message()).into_response(),
+        };
+        if rel.hidden && !self.options.dotfiles {
+            return Error::not_found().into_response();
+        }
+        let lookup = Lookup {
+            root: self.root.clone(),
+            segments: rel.segments,
+            as_dir: req.path().ends_with('/'),
+            options: self.options,
+            conditions: Conditions::of(&req),
+            head: *method == Method::HEAD,
+            jail: None,
+        };
+        let found = match volt_rt::spawn_blocking(move || lookup.run()).await {
+            Ok(found) => found,
+            Err(_) => Answer::Failed(io::Error::other("the file lookup panicked")),
+        };
+        found.into_response(&req)
+    }
+}
+
+impl Service for ServeDir {
+    async fn call(&self, req: Request) -> Response {
+        self.serve(req).await
+    }
+}
+
+/// A lookup to run on the blocking pool: everything it needs, owned.
+struct Lookup {
+    root: Arc<Path>,
+    segments: Vec<OsString>,
+    /// The request's path ends with `/`.
+    as_dir: bool,
+    options: Options,
+    conditions: Conditions,
+    head: bool,
+    /// The root with its links resolved, which every path must stay under (`None` when
+    /// links may lead out).
+    jail: Option<PathBuf>,
+}
+
+/// What the lookup found: what to answer.
+enum Answer {
+    NotFound,
+    Forbidden,
+    Failed(io::Error),
+    /// A directory asked for without its trailing `/`.
+    Redirect,
+    /// A malformed conditional or range field.
+    BadField(&'static str),
+    File(FileAnswer),
+    Listing(Vec<Entry>, Outcome),
+}
+
+struct FileAnswer {
+    file: File,
+    content_type: &'static str,
+    len: u64,
+    validators: Validators,
+    outcome: Outcome,
+    /// The body, read with the lookup when it is at most one chunk.
+    data: Option<bytes::Bytes>,
+}
+
+impl Lookup {
+    fn run(mut self) -> Answer {
+        if !self.options.follow_links_out {
+            match self.root.canonicalize() {
+                Ok(root) => self.jail = Some(root),
+                Err(e) => return failed(e),
+            }
+        }
+        let mut path = self.root.to_path_buf();
+        path.extend(&self.segments);
+        // Linux's NAME_MAX and PATH_MAX: no file has a longer name or path. Looked up, it
+        // would fail with ENAMETOOLONG, which std's stable error kinds do not tell apart
+        // from a failing disk.
+        if self.segments.iter().any(|s| s.len() > 255) || path.as_os_str().len() >= 4096 {
+            return Answer::NotFound;
+        }
+        let path = match self.resolve(path) {
+            Ok(path) => path,
+            Err(e) => return failed(e),
+        };
+        let meta = match fs::metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) => return failed(e),
+        };
+        if meta.is_dir() {
+            return self.directory(path);
+        }
+        if self.as_dir {
+            // A file asked for as a directory (`/a.txt/`).
+            return Answer::NotFound;
+        }
+        // The type is the requested name's (a link's target may be named otherwise).
+        let name = self.segments.last().map_or(Path::new(""), Path::new);
+        self.file(&path, name)
+    }
+
+    /// `path` with every link resolved, if it stays under the root; as it is when links
+    /// may lead out.
+    fn resolve(&self, path: PathBuf) -> io::Result<PathBuf> {
+        let Some(jail) = &self.jail else {
+            return Ok(path);
+        };
+        let resolved = path.canonicalize()?;
+        if !resolved.starts_with(jail) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        Ok(resolved)
+    }
+
+    fn directory(&self, dir: PathBuf) -> Answer {
+        if !self.as_dir {
+            return Answer::Redirect;
+        }
+        let index = self.resolve(dir.join(INDEX)).ok();
+        if let Some(index) = index.filter(|p| p.is_file()) {
+            return self.file(&index, Path::new(INDEX));
+        }
+        if !self.options.listing {
+            return Answer::NotFound;
+        }
+        let entries = match self.entries(&dir) {
+            Ok(entries) => entries,
+            Err(e) => return failed(e),
+        };
+        match conditional::evaluate(&self.conditions, None, 0) {
+            Ok(outcome) => Answer::Listing(entries, outcome),
+            Err(message) => Answer::BadField(message),
+        }
+    }
+
+    /// The entries a listing shows: files and directories (links followed), dotfiles only if
+    /// they are served.
+    fn entries(&self, dir: &Path) -> io::Result<Vec<Entry>> {
+        let mut entries = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            if name.as_encoded_bytes().starts_with(b".") && !self.options.dotfiles {
+                continue;
+            }
+            // A link is listed only if it may be followed.
+            if entry.file_type()?.is_symlink() && self.resolve(entry.path()).is_err() {
+                continue;
+            }
+            // A broken link, or one that cannot be followed, is left out.
+            let Ok(meta) = fs::metadata(entry.path()) else {
+                continue;
+            };
+            if meta.is_dir() || meta.is_file() {
+                let is_dir = meta.is_dir();
+                entries.push(Entry { name, is_dir });
+            }
+        }
+        Ok(entries)
+    }
+
+    /// The answer for the file at `path`, whose type is `name`'s.
+    fn file(&self, path: &Path, name: &Path) -> Answer {
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(e) => return failed(e),
+        };
+        // What the open file is, not what the path was a moment ago.
+        let meta = match file.metadata() {
+            Ok(meta) if meta.is_file() => meta,
+            Ok(_) => return Answer::NotFound,
+            Err(e) => return failed(e),
+        };
+        let len = meta.len();
+        let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        let validators = Validators::new(len, mtime, SystemTime::now());
+        let outcome = match conditional::evaluate(&self.conditions, Some(&validators), len) {
+            Ok(outcome) => outcome,
+            Err(message) => return Answer::BadField(message),
+        };
+        let span = match outcome {
+            Outcome::Full => Some((0, len)),
+            Outcome::Partial { start, end } => Some((start, end + 1 - start)),
+            _ => None,
+        };
+        let mut data = None;
+        if let Some((at, n)) = span.filter(|&(_, n)| !self.head && n <= CHUNK) {
+            match file_body::read_at(&file, at, n) {
+                Ok(bytes) => data = Some(bytes),
+                Err(e) => return failed(e),
+            }
+        }
+        Answer::File(FileAnswer {
+            file,
+            content_type: mime::content_type(name),
+            len,
+            validators,
+            outcome,
+            data,
+        })
+    }
+}
+
+/// The answer to a failed file system call.
+fn failed(e: io::Error) -> Answer {
+    match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => Answer::NotFound,
+        io::ErrorKind::PermissionDenied => Answer::Forbidden,
+        _ => Answer::Failed(e),
+    }
+}
+
+impl Answer {
+    fn into_response(self, req: &Request) -> Response {
+        match self {
+            Answer::NotFound => Error::not_found().into_response(),
+            Answer::Forbidden => Error::new(StatusCode::FORBIDDEN, "forbidden").into_response(),
+            Answer::Failed(e) => {
+                log::error!("serving {}: {e}", req.path());
+                Error::new(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
+                    .into_response()
+            }
+            Answer::BadField(message) => Error::bad_request(message).into_response(),
+            Answer::Redirect => redirect(req),
+            Answer::File(file) => file.into_response(),
+            Answer::Listing(entries, outcome) => match outcome {
+                Outcome::NotModified => Response::new(StatusCode::NOT_MODIFIED),
+                Outcome::PreconditionFailed => precondition_failed(),
+                _ => Response::new(StatusCode::OK)
+                    .with_content_type(HeaderValue::from_static("text/html; charset=utf-8"))
+                    .with_body(listing::page(
+                        req.path(),
+                        entries,
+                        under_root(req).is_empty(),
+                    )),
+            },
+        }
+    }
+}
+
+/// The path to look up under the root, as sent: the value of the catch-all the service is
+/// mounted on, else the whole path without its `/`.
+fn under_root(req: &Request) -> &str {
+    let path = req.path();
+    req.catch_all_raw()
+        .unwrap_or_else(|| path.strip_prefix('/').unwrap_or(path))
+}
+
+/// 301 to the path with a `/` added, the query kept. Permanent, so browsers and caches
+/// remember it, and understood by every client (308 is not known to HTTP/1.0 ones); only GET
+/// and HEAD get here, which a 301 keeps as they are.
+fn redirect(req: &Request) -> Response {
+    let mut location = format!("{}/", req.path());
+    if let Some(query) = req.query_string() {
+        location.push('?');
+        location.push_str(query);
+    }
+    // The path is visible ASCII (both protocols check the target), and starts with a single
+    // `/` (an empty segment was refused): a path, not `//host`.
+    let Ok(location) = HeaderValue::from_str(&location) else {
+        return Error::bad_request("the path cannot be redirected").into_response();
+    };
+    let mut r = Response::new(StatusCode::MOVED_PERMANENTLY);
+    r.append_header(http::header::LOCATION, location);
+    r
+}
+
+fn precondition_failed() -> Response {
+    Error::new(StatusCode::PRECONDITION_FAILED, "precondition failed").into_response()
+}
+
+impl FileAnswer {
+    fn into_response(self) -> Response {
+        let FileAnswer {
+            file,
+            content_type,
+            len,
+            validators,
+            outcome,
+            data,
+        } = self;
+        let header = |v: String| HeaderValue::from_str(&v).expect("ASCII");
+        let etag = (http::header::ETAG, header(validators.etag.clone()));
+        let modified = (
+            http::header::LAST_MODIFIED,
+            header(validators.last_modified()),
+        );
+        let ranges = (
+            http::header::ACCEPT_RANGES,
+            HeaderValue::from_static("bytes"),
+        );
+        let with = |mut r: Response, fields: Vec<(HeaderName, HeaderValue)>| {
+            for (name, value) in fields {
+                r.append_header(name, value);
+            }
+            r
+        };
+        let body = |start: u64, n: u64| match data {
+            Some(bytes) => Body::from(bytes),
+            None => Body::sized_stream(n, FileChunks::new(file, start, start + n)),
+        };
+        let content =
+            Response::new(StatusCode::OK).with_content_type(HeaderValue::from_static(content_type));
+        match outcome {
+            Outcome::Full => with(
+                content.with_body(body(0, len)),
+                vec![etag, modified, ranges],
+            ),
+            Outcome::Partial { start, end } => {
+                let range = header(format!("bytes {start}-{end}/{len}"));
+                let r = content
+                    .with_status(StatusCode::PARTIAL_CONTENT)
+                    .with_body(body(start, end + 1 - start));
+                let content_range = (http::header::CONTENT_RANGE, range);
+                with(r, vec![content_range, etag, modified, ranges])
+            }
+            // RFC 9110 §15.4.5: a 304 carries the validators a 200 would have.
+            Outcome::NotModified => with(
+                Response::new(StatusCode::NOT_MODIFIED),
+                vec![etag, modified],
+            ),
+            Outcome::PreconditionFailed => precondition_failed(),
+            // RFC 9110 §15.5.17: the current length, in an unsatisfied-range.
+            Outcome::Unsatisfiable => {
+                let r = Error::new(StatusCode::RANGE_NOT_SATISFIABLE, "range not satisfiable")
+                    .into_response();
+                let content_range = header(format!("bytes */{len}"));
+                with(
+                    r,
+                    vec![(http::header::CONTENT_RANGE, content_range), ranges],
+                )
+            }
+        }
+    }
+}
