@@ -683,7 +683,11 @@ fn the_server_body_limit_applies_to_scripts() {
         ..Default::default()
     };
     let cgi = Cgi::new(&scripts.dir);
-    let server = common::start_with(1, config, Router::new().route_service("/cgi-bin/{*script}", cgi));
+    let server = common::start_with(
+        1,
+        config,
+        Router::new().route_service("/cgi-bin/{*script}", cgi),
+    );
     let r = exchange(
         &server,
         b"POST /cgi-bin/whole.sh HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n0123456789",

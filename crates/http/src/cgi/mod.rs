@@ -1,10 +1,10 @@
 //! A CGI/1.1 gateway (RFC 3875): scripts under a directory answer requests.
 //!
-//! [`Cgi`] is a [`Service`] of its own and a route's handlers. A request is answered in steps:
-//! its path is split into the script and `PATH_INFO` (`script`), the meta-variables are made
-//! (`env`), the script is started with its pipes on threads of their own (`process`), the body
-//! is fed to its stdin while its stdout is read, up to the end of its header block (`head`),
-//! and the rest of stdout streams out as the response body ([`Output`]).
+//! [`Cgi`] is a [`Service`], served alone or mounted with `Router::route_service`. A request
+//! is answered in steps: its path is split into the script and `PATH_INFO` (`script`), the
+//! meta-variables are made (`env`), the script is started with its pipes on threads of their
+//! own (`process`), the body is fed to its stdin while its stdout is read, up to the end of its
+//! header block (`head`), and the rest of stdout streams out as the response body ([`Output`]).
 
 mod env;
 mod head;
