@@ -1,18 +1,20 @@
-//! `volt serve`: a directory's files over HTTP, on volt-http's `ServeDir`.
+//! `volt serve`: a directory's files over HTTP, on volt-http's `ServeDir`, and CGI scripts
+//! under `/cgi-bin/` with `Cgi` if asked.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use volt_http::{ServeDir, Server};
+use volt_http::{Cgi, Router, ServeDir, Server};
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
 Examples:
   volt serve                      # the current directory at http://127.0.0.1:8000/
   volt serve public --addr 0.0.0.0:8080 --workers 4
-  volt serve site --no-listing    # directories without index.html answer 404")]
+  volt serve site --no-listing    # directories without index.html answer 404
+  volt serve site --cgi-bin cgi   # and the scripts in ./cgi at /cgi-bin/NAME (RFC 3875)")]
 pub(crate) struct ServeArgs {
     /// The directory to serve
     #[arg(value_name = "DIR", default_value = ".")]
@@ -29,15 +31,21 @@ pub(crate) struct ServeArgs {
     /// Answer 404 for a directory without index.html instead of listing its entries
     #[arg(long)]
     no_listing: bool,
+
+    /// Run the executables in this directory as CGI scripts at /cgi-bin/NAME (RFC 3875)
+    #[arg(long, value_name = "DIR")]
+    cgi_bin: Option<PathBuf>,
 }
 
 /// Serves until Ctrl-C (or SIGTERM), then shuts down gracefully. A directory that is not one
 /// is a usage error (exit code 2); an address that cannot be bound, or a failure while
 /// serving, exits with 1.
 pub(crate) fn serve(args: ServeArgs) -> ExitCode {
-    if !args.dir.is_dir() {
-        eprintln!("error: `{}` is not a directory", args.dir.display());
-        return ExitCode::from(2);
+    for dir in std::iter::once(&args.dir).chain(&args.cgi_bin) {
+        if !dir.is_dir() {
+            eprintln!("error: `{}` is not a directory", dir.display());
+            return ExitCode::from(2);
+        }
     }
     let backend = match volt_rt::IoBackend::auto() {
         Ok(backend) => backend,
@@ -60,13 +68,32 @@ pub(crate) fn serve(args: ServeArgs) -> ExitCode {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    println!(
-        "volt serve: {} at http://{}/ with {workers} worker(s), on {backend} (Ctrl-C stops)",
+    let cgi = match &args.cgi_bin {
+        Some(scripts) => format!("; CGI scripts of {} at /cgi-bin/", scripts.display()),
+        None => String::new(),
+    };
+    // Written, not printed: a reader that went away (`volt serve | head -1`) must not stop
+    // the server.
+    let mut out = std::io::stdout();
+    let _ = writeln!(
+        out,
+        "volt serve: {} at http://{}/ with {workers} worker(s), on {backend}{cgi} (Ctrl-C stops)",
         args.dir.display(),
         server.local_addr()
     );
-    let _ = std::io::stdout().flush();
-    match server.serve(ServeDir::new(args.dir).listing(!args.no_listing)) {
+    let _ = out.flush();
+    let files = ServeDir::new(args.dir).listing(!args.no_listing);
+    let served = match args.cgi_bin {
+        Some(scripts) => {
+            let app = Router::new()
+                .route_service("/cgi-bin/{*script}", Cgi::new(scripts))
+                .route_service("/{*path}", files.clone())
+                .route_service("/", files);
+            server.serve(app)
+        }
+        None => server.serve(files),
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

@@ -11,31 +11,8 @@ fn serves_a_directory_and_stops_on_ctrl_c() {
     let dir = std::env::temp_dir().join(format!("volt-serve-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("hello.txt"), "hello from volt serve\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_volt"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1"])
-        .arg(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("running volt serve");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_owned();
-    assert!(line.starts_with("volt serve: "), "{line:?}");
-
-    let mut conn = TcpStream::connect(&addr).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    conn.write_all(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut response = String::new();
-    conn.read_to_string(&mut response).unwrap();
+    let (mut child, addr) = start(&[dir.as_os_str()]);
+    let response = get(&addr, "/hello.txt");
     assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
     assert!(response.contains("\r\nContent-Type: text/plain; charset=utf-8\r\n"));
     assert!(
@@ -61,6 +38,67 @@ fn serves_a_directory_and_stops_on_ctrl_c() {
     };
     assert!(status.success(), "{status:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Starts `volt serve ARGS` on a free port; the child and the address it printed.
+fn start(args: &[&std::ffi::OsStr]) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_volt"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("running volt serve");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    (child, addr)
+}
+
+fn get(addr: &str, path: &str) -> String {
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    conn.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    conn.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn serves_cgi_scripts_beside_the_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = std::env::temp_dir().join(format!("volt-serve-cgi-{}", std::process::id()));
+    let (site, scripts) = (root.join("site"), root.join("cgi"));
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::create_dir_all(&scripts).unwrap();
+    std::fs::write(site.join("index.html"), "<h1>home</h1>\n").unwrap();
+    let script = scripts.join("hi.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nhi %s' \"$QUERY_STRING\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (mut child, addr) = start(&[site.as_os_str(), "--cgi-bin".as_ref(), scripts.as_os_str()]);
+
+    let page = get(&addr, "/");
+    assert!(page.ends_with("\r\n\r\n<h1>home</h1>\n"), "{page}");
+    let ran = get(&addr, "/cgi-bin/hi.sh?there");
+    assert!(ran.starts_with("HTTP/1.1 200 OK\r\n"), "{ran}");
+    assert!(ran.ends_with("\r\n\r\n8\r\nhi there\r\n0\r\n\r\n"), "{ran}"); // chunked
+    assert!(get(&addr, "/cgi-bin/nope.sh").starts_with("HTTP/1.1 404"));
+
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 #[test]
