@@ -254,3 +254,53 @@ fn a_stall_until_the_end_shows_in_corrected_latency() {
         assert!(text.contains("unanswered"), "{text}");
     });
 }
+
+/// With one request in flight per connection, a level can send no faster than its connections
+/// get answers: 4 connections whose every round trip takes at least 100 ms send at most about
+/// 40 of the 400 requests a second the schedule asks for. The rest are not lost: each scheduled
+/// request is a response, an error or unanswered at the end, and each response and unanswered
+/// request is one latency. This is what the rate sweep in `outputs.rs` met on a loaded 2-core
+/// host (52.7 of 400 req/s: its round trips averaged some 75 ms), so the report told the truth.
+#[test]
+fn a_server_slower_than_the_schedule_holds_the_achieved_rate_down() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    guard(|| {
+        let delay = Duration::from_millis(100);
+        let server = TestServer::start(Behavior::Delay(delay));
+        let (connections, rate) = (4, 400.0);
+        let report = volt_bench::run(
+            &config(&server, "/")
+                .connections(connections)
+                .threads(2)
+                .rate(rate)
+                .duration(Duration::from_millis(1_500))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let level = &report.levels[0];
+        let scheduled = level.scheduled.unwrap();
+        let achieved = level.achieved_rate.unwrap();
+        eprintln!(
+            "sent {} of {scheduled} in {:.3}s ({achieved:.1} req/s), {} responses, {} unanswered",
+            level.sent, level.duration_s, level.requests, level.unanswered
+        );
+        assert_eq!(scheduled, 600);
+        assert_eq!(level.errors.total, 0);
+        // Each connection's sends are at least `delay` apart (a slower host only spaces them
+        // more), over a window that lasts `duration_s` however late it ended.
+        let per_connection = (level.duration_s / delay.as_secs_f64()).floor() as u64 + 1;
+        assert!(
+            level.sent <= connections as u64 * per_connection,
+            "sent {} in {}s",
+            level.sent,
+            level.duration_s
+        );
+        assert!(achieved < rate / 8.0, "achieved {achieved} req/s");
+        assert!(level.requests > 0);
+        assert_eq!(level.requests + level.unanswered, scheduled);
+        assert_eq!(level.latency_us.count, scheduled);
+        let text = report.to_string();
+        assert!(text.contains("of 600 scheduled"), "{text}");
+    });
+}
