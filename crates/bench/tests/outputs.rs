@@ -38,7 +38,7 @@ fn rate_sweep_json_hdr_log_and_html() {
             // What a level must show however loaded the host. Not how close to its rate it
             // came: with one request in flight per connection, 4 connections keep up with 400
             // a second only while round trips take under 10 ms, and a starved 2-core host once
-            // gave 52.7 (`rate.rs` pins that down with a server that answers slowly).
+            // gave 52.7 (`rate.rs` shows both ways to it: a server that answers slowly, a worker held up).
             // The schedule is arithmetic: rate × 1.5 s.
             let scheduled = level.scheduled.unwrap();
             assert_eq!(scheduled, (rate * 1.5) as u64);
