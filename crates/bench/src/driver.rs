@@ -188,11 +188,14 @@ pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: 
                 } else if plan.budget.claim(1) == 0 {
                     return;
                 }
-                slot.next_send.set(k + 1);
                 if Instant::now() < at {
                     sleep.reset(at);
                     sleep.await;
                 }
+                // Counted as made only once it is due: the window can end during the sleep
+                // (the controller may read the clock past the end before this timer fires),
+                // and a send still ahead then is one of the requests unanswered at the end.
+                slot.next_send.set(k + 1);
                 (1, Some(at), Instant::now())
             }
         };

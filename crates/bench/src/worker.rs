@@ -705,3 +705,121 @@ fn send_tick(
 pub(crate) fn micros_between(from: Instant, to: Instant) -> u64 {
     micros(to.saturating_duration_since(from))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// A server for one connection that answers every read with one empty `200`.
+    fn answering_server() -> SocketAddr {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            while matches!(conn.read(&mut buf), Ok(n) if n > 0) {
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+            }
+        });
+        addr
+    }
+
+    /// A level of one connection at `rate`, for `duration`.
+    fn plan(addr: SocketAddr, rate: f64, duration: Duration) -> Plan {
+        let config = crate::Config::builder()
+            .url(format!("http://{addr}/"))
+            .connections(1)
+            .threads(1)
+            .rate(rate)
+            .duration(duration)
+            .build()
+            .unwrap();
+        Plan {
+            level: 0,
+            addr,
+            ring: RequestRing::new(&config.requests, 1),
+            pipeline: 1,
+            streams: 1,
+            h2_requests: Vec::new(),
+            connections: 1,
+            workers: 1,
+            rate: Some(rate),
+            keepalive: true,
+            timeout: config.timeout,
+            stop: config.stop,
+            warmup: Duration::ZERO,
+            inspect: None,
+            stop_on_signal: false,
+            protocol: Protocol::Http1,
+            budget: Budget::new(config.stop),
+            collector: None,
+            barrier: Barrier::new(1),
+            start: Mutex::new(None),
+            connected: AtomicUsize::new(0),
+            connect_error: Mutex::new(None),
+        }
+    }
+
+    /// A window can end while a slot sleeps toward a send scheduled before the end: the
+    /// controller reads the clock after the turn that woke it, and a task that held the thread
+    /// in between (an `inspect` hook, a starved host) can take that reading past the end while
+    /// the sleep is not fired yet. That send was neither sent nor unanswered: the HTTP/1
+    /// driver counted it as made before it slept, so the requests unanswered at the end began
+    /// after it (the rate sweep in `tests/outputs.rs`, with a worker held up, had responses and
+    /// unanswered requests 2 short of the schedule). Here the slot gets its first send (at the
+    /// start) answered and sleeps toward its second (10 s in); the window is then ended at
+    /// 15 s, as that controller would.
+    #[test]
+    fn a_send_slept_toward_when_the_window_ends_is_unanswered() {
+        let addr = answering_server();
+        let plan = Arc::new(plan(addr, 0.1, Duration::from_secs(100)));
+        let runtime = volt_rt::Runtime::builder().workers(1).build().unwrap();
+        let counts = runtime.run(|_| {
+            let plan = plan.clone();
+            async move {
+                let start = Instant::now();
+                let conn = TcpStream::connect(addr).await.unwrap();
+                let ctx = Rc::new(WorkerCtx {
+                    plan,
+                    worker: 0,
+                    start,
+                    measure_start: start,
+                    end: Some(start + Duration::from_secs(100)),
+                    rec: RefCell::new(Recorder::new(true)),
+                    last_response: Cell::new(None),
+                    live: Cell::new(0),
+                    controller: RefCell::new(None),
+                });
+                let slot = Rc::new(Slot {
+                    index: 0,
+                    waiting_since: Cell::new(None),
+                    connecting: Cell::new(false),
+                    in_flight: Cell::new(0),
+                    owed: Cell::new(0),
+                    cursor: Cell::new(0),
+                    next_send: Cell::new(0),
+                    sends: RefCell::new(Vec::new()),
+                    task: RefCell::new(None),
+                });
+                let (c, s) = (ctx.clone(), slot.clone());
+                let task = volt_rt::spawn(async move { driver::drive(&c, &s, Some(conn)).await });
+                while ctx.rec.borrow().counts.responses == 0 {
+                    volt_rt::time::sleep(Duration::from_millis(1)).await;
+                }
+                // The slot's task now sleeps until its second send, 10 s after the start.
+                task.abort();
+                let stopped_at = start + Duration::from_secs(15);
+                let slots = [slot];
+                record_unanswered(&ctx, &slots, stopped_at);
+                let scheduled = scheduled_in_window(&ctx, &slots, stopped_at);
+                let counts = ctx.rec.borrow().counts;
+                (counts, scheduled)
+            }
+        });
+        let (counts, scheduled) = counts[0];
+        assert_eq!(scheduled, 2);
+        assert_eq!((counts.sent, counts.responses), (1, 1));
+        assert_eq!(counts.unanswered, 1, "{counts:?}");
+    }
+}

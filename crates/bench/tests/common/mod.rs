@@ -41,6 +41,9 @@ pub enum Behavior {
     /// Like `Hello`, but once, `at` after the first request, no response is written for
     /// `length` (every connection waits until the stall is over).
     Stall { at: Duration, length: Duration },
+    /// Like `Hello`, but every answer is written this long after its request was read: a
+    /// round trip takes at least this, however idle the host.
+    Delay(Duration),
 }
 
 pub struct TestServer {
@@ -210,6 +213,9 @@ fn serve(mut conn: TcpStream, s: &Shared, stop: &AtomicBool) {
                 std::thread::sleep(until - now);
             }
         }
+        if let Behavior::Delay(delay) = s.behavior {
+            std::thread::sleep(delay);
+        }
         if conn.write_all(&out).is_err() || close {
             return;
         }
@@ -224,7 +230,7 @@ fn respond(out: &mut Vec<u8>, behavior: &Behavior, path: &str, head: bool, close
             respond(out, &Behavior::Hello, path, head, close);
             return true;
         }
-        Behavior::Hello | Behavior::Stall { .. } => {
+        Behavior::Hello | Behavior::Stall { .. } | Behavior::Delay(_) => {
             let _ = write!(
                 out,
                 "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n{connection}Content-Length: 13\r\n\r\n"
