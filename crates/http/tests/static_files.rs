@@ -494,6 +494,10 @@ fn links_out_of_the_root_are_refused_by_default() {
     let root = get_with(&server, "/", "").body_text();
     assert!(root.contains("href=\"inside_link.md\""));
     assert!(!root.contains("escape"), "{root}");
+    // A loop of links leads nowhere: 404, as a missing file.
+    std::os::unix::fs::symlink("loop_b", tree.root().join("loop_a")).unwrap();
+    std::os::unix::fs::symlink("loop_a", tree.root().join("loop_b")).unwrap();
+    assert_eq!(status(&server, "/loop_a"), 404);
     drop(server);
     let server = common::start(ServeDir::new(tree.root()).follow_links_out(true));
     assert_eq!(get_with(&server, "/escape.txt", "").body, b"outside\n");

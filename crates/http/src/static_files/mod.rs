@@ -324,8 +324,11 @@ impl Lookup {
 
 /// The answer to a failed file system call.
 fn failed(e: io::Error) -> Answer {
+    // A loop of symbolic links (ELOOP) names no file either.
+    let is_loop = e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error());
     match e.kind() {
         io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => Answer::NotFound,
+        _ if is_loop => Answer::NotFound,
         io::ErrorKind::PermissionDenied => Answer::Forbidden,
         _ => Answer::Failed(e),
     }
