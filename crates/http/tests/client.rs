@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use clientcommon::{
-    block_on_get, body_error, futures_stream, proxy, raw_server, read_head, scripted, url,
+    block_on_get, body_error, futures_stream, gets_at_once, proxy, raw_server, read_head, scripted,
+    url,
 };
 use volt_http::header::{HeaderName, HeaderValue};
 use volt_http::{
@@ -211,19 +212,7 @@ fn http2_prior_knowledge_multiplexes_one_connection() {
         assert_eq!(response.text().await.unwrap(), "hello");
 
         // Three requests at once: all on the one connection (one client port).
-        let ports: Vec<_> = (0..3)
-            .map(|_| {
-                let client = client.clone();
-                volt_rt::spawn(async move {
-                    let response = client.get(&url(addr, "/port")).send().await.unwrap();
-                    response.text().await.unwrap()
-                })
-            })
-            .collect();
-        let mut seen = Vec::new();
-        for port in ports {
-            seen.push(port.await.unwrap());
-        }
+        let seen = gets_at_once(&client, &url(addr, "/port"), 3).await;
         assert!(seen.iter().all(|p| *p == seen[0]), "{seen:?}");
         assert_eq!(client.idle_connections(), 1);
 
@@ -341,19 +330,7 @@ fn concurrent_requests_share_an_alpn_h2_connection_once_the_origin_is_known() {
         assert!(until(|| seen.closed() == 1).await, "never closed");
 
         // No connection now, but the origin is known to pick h2: one connection for all.
-        let ports: Vec<_> = (0..3)
-            .map(|_| {
-                let (client, url) = (client.clone(), url.clone());
-                volt_rt::spawn(async move {
-                    let response = client.get(&url).send().await.unwrap();
-                    response.text().await.unwrap()
-                })
-            })
-            .collect();
-        let mut seen_ports = Vec::new();
-        for port in ports {
-            seen_ports.push(port.await.unwrap());
-        }
+        let seen_ports = gets_at_once(&client, &url, 3).await;
         assert!(
             seen_ports.iter().all(|p| *p == seen_ports[0]),
             "{seen_ports:?}"

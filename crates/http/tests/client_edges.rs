@@ -13,7 +13,9 @@ use std::thread;
 use std::time::Duration;
 
 use bytes::Bytes;
-use clientcommon::{body_error, futures_stream, raw_server, read_head, scripted, url};
+use clientcommon::{
+    body_error, futures_stream, gets_at_once, raw_server, read_head, scripted, url,
+};
 use http::{HeaderMap, HeaderValue};
 use volt_http::header::HeaderName;
 use volt_http::{
@@ -698,24 +700,6 @@ fn a_slow_upload_that_keeps_moving_does_not_time_out() {
         let response = upload.send().await.unwrap();
         assert_eq!(response.bytes().await.unwrap(), "ok");
     });
-}
-
-/// The bodies of `n` GETs of `url` sent at once, each from a task of its own.
-async fn gets_at_once(client: &Client, url: &str, n: usize) -> Vec<String> {
-    let tasks: Vec<_> = (0..n)
-        .map(|_| {
-            let (client, url) = (client.clone(), url.to_owned());
-            volt_rt::spawn(async move {
-                let response = client.get(&url).send().await.unwrap();
-                response.text().await.unwrap()
-            })
-        })
-        .collect();
-    let mut bodies = Vec::new();
-    for task in tasks {
-        bodies.push(task.await.unwrap());
-    }
-    bodies
 }
 
 #[test]

@@ -90,6 +90,24 @@ pub fn proxy(to: SocketAddr) -> (SocketAddr, Seen) {
     (addr, seen)
 }
 
+/// The bodies of `n` GETs of `url` sent at once, each from a task of its own.
+pub async fn gets_at_once(client: &Client, url: &str, n: usize) -> Vec<String> {
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.to_owned());
+            volt_rt::spawn(async move {
+                let response = client.get(&url).send().await.unwrap();
+                response.text().await.unwrap()
+            })
+        })
+        .collect();
+    let mut bodies = Vec::new();
+    for task in tasks {
+        bodies.push(task.await.unwrap());
+    }
+    bodies
+}
+
 /// Reads one request head (through its blank line) and returns it.
 pub fn read_head(stream: &mut TcpStream) -> String {
     let mut head = Vec::new();
