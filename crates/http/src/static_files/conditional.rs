@@ -38,7 +38,9 @@ impl Validators {
     }
 
     pub(super) fn last_modified(&self) -> String {
-        httpdate::fmt_http_date(self.modified)
+        // The server's own IMF-fixdate formatter (the one `Date` is written with).
+        let date = volt_proto::http_date(self.modified);
+        String::from_utf8_lossy(&date).into_owned()
     }
 }
 
