@@ -165,8 +165,8 @@ impl Response {
         self.headers()
             .iter()
             .filter(|(name, _)| *name == http::header::CONNECTION)
-            .flat_map(|(_, value)| value.as_bytes().split(|&b| b == b','))
-            .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"close"))
+            .flat_map(|(_, value)| volt_proto::list_elements(value.as_bytes()))
+            .any(|token| token.eq_ignore_ascii_case(b"close"))
     }
 
     /// The headers besides `Content-Type`, in the order they were added.

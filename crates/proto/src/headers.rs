@@ -140,8 +140,9 @@ fn trim_ows(mut s: &[u8]) -> &[u8] {
     s
 }
 
-/// The elements of a `#rule` list (RFC 9110 §5.6.1), trimmed, empty elements skipped.
-fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+/// The elements of a `#rule` list (RFC 9110 §5.6.1), trimmed, empty elements skipped:
+/// `Connection`, `Transfer-Encoding`, `Sec-WebSocket-Protocol` and the like.
+pub fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
     value
         .split(|&b| b == b',')
         .map(trim_ows)

@@ -86,6 +86,7 @@ pub use encode::{
     write_request_line, write_status_line, H2_PREFACE,
 };
 pub use error::ParseError;
+pub use headers::list_elements;
 pub use http::{HeaderName, HeaderValue, Method, StatusCode, Version};
 #[cfg(fuzzing)]
 #[doc(hidden)]

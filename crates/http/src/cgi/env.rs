@@ -108,8 +108,8 @@ fn header_variables(req: &Request, env: &mut Env) {
     let listed_in_connection: Vec<String> = req
         .headers()
         .filter(|(name, _)| name.eq_ignore_ascii_case("connection"))
-        .flat_map(|(_, value)| value.split(|&b| b == b','))
-        .map(|token| String::from_utf8_lossy(token.trim_ascii()).to_ascii_lowercase())
+        .flat_map(|(_, value)| volt_proto::list_elements(value))
+        .map(|token| String::from_utf8_lossy(token).to_ascii_lowercase())
         .collect();
     let mut fields: Vec<(String, Vec<u8>)> = Vec::new();
     for (name, value) in req.headers() {

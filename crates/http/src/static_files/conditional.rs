@@ -258,10 +258,7 @@ fn byte_range(field: &[u8], len: u64) -> Result<Outcome, &'static str> {
     if !unit.eq_ignore_ascii_case(b"bytes") {
         return Ok(Outcome::Full);
     }
-    let mut specs = field[eq + 1..]
-        .split(|&b| b == b',')
-        .map(<[u8]>::trim_ascii)
-        .filter(|s| !s.is_empty());
+    let mut specs = volt_proto::list_elements(&field[eq + 1..]);
     let Some(spec) = specs.next() else {
         return Err(BAD);
     };

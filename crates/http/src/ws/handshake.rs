@@ -105,9 +105,8 @@ impl Request {
         let offered = self
             .headers()
             .filter(|(name, _)| name.eq_ignore_ascii_case("sec-websocket-protocol"))
-            .flat_map(|(_, value)| value.split(|&b| b == b','))
-            .filter_map(|p| std::str::from_utf8(p.trim_ascii()).ok())
-            .filter(|p| !p.is_empty())
+            .flat_map(|(_, value)| volt_proto::list_elements(value))
+            .filter_map(|p| std::str::from_utf8(p).ok())
             .map(str::to_owned)
             .collect();
         Ok(WebSocketUpgrade {
@@ -125,8 +124,8 @@ impl Request {
     fn lists_token(&self, name: &str, token: &str) -> bool {
         self.headers()
             .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .flat_map(|(_, value)| value.split(|&b| b == b','))
-            .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+            .flat_map(|(_, value)| volt_proto::list_elements(value))
+            .any(|t| t.eq_ignore_ascii_case(token.as_bytes()))
     }
 
     /// The value of field `name`, which may appear once at most (`Err` if more).
