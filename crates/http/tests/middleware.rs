@@ -24,7 +24,7 @@ fn app(calls: Arc<AtomicUsize>, log: Arc<Mutex<Vec<String>>>) -> Router {
             get(move |req: Request| {
                 calls.fetch_add(1, Ordering::SeqCst);
                 log.lock().unwrap().push("handler".into());
-                let user = req.extensions().get::<User>().map(|u| u.0.clone());
+                let user = req.extension::<User>().map(|u| u.0.clone());
                 async move { format!("hello {}", user.as_deref().unwrap_or("nobody")) }
             }),
         )
@@ -60,7 +60,7 @@ fn wrapped(calls: Arc<AtomicUsize>, log: Arc<Mutex<Vec<String>>>) -> impl volt_h
             };
             log.lock().unwrap().push("outer in".into());
             volt_rt::time::sleep(Duration::from_millis(5)).await;
-            req.extensions_mut().insert(User(who));
+            req.insert_extension(User(who));
             let response = next.run(req).await;
             log.lock().unwrap().push("outer out".into());
             let inner_first = response.header("x-inner").is_some();
