@@ -116,7 +116,10 @@ pub struct Error {
 }
 
 impl Error {
-    pub(crate) const fn connection(code: Code, reason: &'static str) -> Error {
+    /// A connection error: a server that finds one of its own (a critical stream the QUIC
+    /// layer saw reset, a control stream it could not open) makes it here, so every error
+    /// it acts on has one type.
+    pub const fn connection(code: Code, reason: &'static str) -> Error {
         Error {
             code,
             scope: Scope::Connection,
@@ -124,7 +127,8 @@ impl Error {
         }
     }
 
-    pub(crate) const fn stream(code: Code, reason: &'static str) -> Error {
+    /// A stream error (reset the stream with `code`; the connection goes on).
+    pub const fn stream(code: Code, reason: &'static str) -> Error {
         Error {
             code,
             scope: Scope::Stream,
@@ -183,6 +187,23 @@ impl std::error::Error for Error {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_say_their_scope() {
+        let e = Error::stream(Code::H3_REQUEST_CANCELLED, "gone");
+        assert_eq!((e.scope(), e.is_connection_error()), (Scope::Stream, false));
+        let e = Error::connection(Code::H3_CLOSED_CRITICAL_STREAM, "closed");
+        assert_eq!(
+            (e.scope(), e.is_connection_error()),
+            (Scope::Connection, true)
+        );
+        assert_eq!(e.on_stream().scope(), Scope::Stream);
+        assert_eq!(e.to_string(), "closed: H3_CLOSED_CRITICAL_STREAM");
+        assert_eq!(
+            format!("{e:?}"),
+            "H3_CLOSED_CRITICAL_STREAM (Connection error): closed"
+        );
+    }
 
     #[test]
     fn codes_have_their_rfc_values_and_names() {

@@ -166,6 +166,11 @@ enum ControlState {
 /// Reads the peer's control stream (after its [`StreamType`]) and enforces its rules.
 ///
 /// Every error here is a connection error: the control stream is the connection's.
+///
+/// "The first frame must be SETTINGS" (§6.2.1) is read as the first frame this codec knows:
+/// a reserved or unknown frame type before SETTINGS is skipped like any other (§9: unknown
+/// types "MUST be ignored"), since a client greasing its control stream (§7.2.8) must not be
+/// taken for one that forgot its settings. Any known frame first is H3_MISSING_SETTINGS.
 #[derive(Clone, Debug)]
 pub struct ControlStream {
     frames: FrameDecoder,
