@@ -112,6 +112,8 @@
 mod error;
 pub mod frame;
 mod head;
+#[cfg(test)]
+mod mutation_tests;
 pub mod qpack;
 mod stream;
 #[cfg(test)]
