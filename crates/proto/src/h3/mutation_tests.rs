@@ -8,6 +8,12 @@ use super::qpack::{Decoder, Encoder, Indexing};
 use super::*;
 use crate::generate::{each_mutation, mutate, Rng};
 
+/// Decoded fields: name and value.
+type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Decoded field lines: name, value and N bit.
+type Lines = Vec<(Vec<u8>, Vec<u8>, bool)>;
+
 /// What a request stream said: its events (DATA joined into one body) and how it ended.
 #[derive(Debug, PartialEq)]
 struct Outcome {
@@ -15,7 +21,7 @@ struct Outcome {
     body: Vec<u8>,
     end: Result<(), Error>,
     /// Whatever `decode_request` said of each head.
-    decoded: Vec<Result<Vec<(Vec<u8>, Vec<u8>)>, HeadError>>,
+    decoded: Vec<Result<Fields, HeadError>>,
 }
 
 /// Feeds `bytes` to a request stream in pieces of `step` bytes (0: all at once), then FIN.
@@ -158,7 +164,7 @@ fn control_stream_mutations_agree_whole_and_bytewise() {
     });
 }
 
-fn fields_of(section: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>, bool)>, Error> {
+fn fields_of(section: &[u8]) -> Result<Lines, Error> {
     let mut fields = Vec::new();
     Decoder::new().decode(section, |f| {
         fields.push((f.name.to_vec(), f.value.to_vec(), f.never_indexed));
