@@ -19,20 +19,35 @@ const STATUS: usize = 24;
 /// Static index of `content-length: 0`.
 const CONTENT_LENGTH: usize = 4;
 
-/// Encodes our field sections. It holds no state (no dynamic table), but is a type so that
-/// its calls read like HPACK's and a dynamic table could be added without changing them.
+/// What RFC 9114 §4.2.2 counts for each field beyond its name and value.
+const FIELD_OVERHEAD: u64 = 32;
+
+/// Encodes our field sections. It keeps no dynamic table, only the size of the section being
+/// written ([`size`](Encoder::size)); it is a type so that its calls read like HPACK's.
 #[derive(Clone, Debug, Default)]
-pub struct Encoder {}
+pub struct Encoder {
+    /// The section's size as RFC 9114 §4.2.2 counts it, since [`begin`](Encoder::begin).
+    size: u64,
+}
 
 impl Encoder {
     /// An encoder.
     pub fn new() -> Encoder {
-        Encoder {}
+        Encoder { size: 0 }
     }
 
     /// Starts a section: the prefix (§4.5.1), Required Insert Count 0 and Delta Base 0.
     pub fn begin(&mut self, dst: &mut Vec<u8>) {
+        self.size = 0;
         dst.extend_from_slice(&[0x00, 0x00]);
+    }
+
+    /// The size of the section written since [`begin`](Encoder::begin), as RFC 9114 §4.2.2
+    /// counts it: each field's name and value, uncompressed, and 32 bytes. A peer that sent
+    /// SETTINGS_MAX_FIELD_SECTION_SIZE should not be sent a larger head (it would refuse it):
+    /// compare this with [`Settings::max_field_section_size`](crate::h3::Settings).
+    pub fn size(&self) -> u64 {
+        self.size
     }
 
     /// `:status`: an indexed field line for the 14 statuses in the static table, otherwise a
@@ -54,23 +69,31 @@ impl Encoder {
             425 => 70,
             500 => 71,
             _ => {
+                let mut digits = itoa::Buffer::new();
+                let digits = digits.format(status).as_bytes();
+                self.size += 7 + digits.len() as u64 + FIELD_OVERHEAD;
                 name_reference(dst, false, STATUS);
-                string(dst, 0x00, 7, itoa::Buffer::new().format(status).as_bytes());
+                string(dst, 0x00, 7, digits);
                 return;
             }
         };
+        // `:status` and three digits.
+        self.size += 7 + 3 + FIELD_OVERHEAD;
         indexed(dst, index);
     }
 
     /// `content-length`, the field that changes on every response: the static name with
     /// the digits, without looking the name up (`0` is a static entry of its own).
     pub fn content_length(&mut self, len: u64, dst: &mut Vec<u8>) {
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(len).as_bytes();
+        self.size += 14 + digits.len() as u64 + FIELD_OVERHEAD;
         if len == 0 {
             indexed(dst, CONTENT_LENGTH);
             return;
         }
         name_reference(dst, false, CONTENT_LENGTH);
-        string(dst, 0x00, 7, itoa::Buffer::new().format(len).as_bytes());
+        string(dst, 0x00, 7, digits);
     }
 
     /// One field; `name` is lowercase (HTTP/3 requires it, RFC 9114 §4.2).
@@ -82,6 +105,7 @@ impl Encoder {
     /// keep no dynamic table: a field equal to a static entry is sent as its index, any other
     /// as a literal, with the name's static index where there is one.
     pub fn field(&mut self, name: &[u8], value: &[u8], indexing: Indexing, dst: &mut Vec<u8>) {
+        self.size += (name.len() + value.len()) as u64 + FIELD_OVERHEAD;
         let indices = indices_of(name);
         let never = indexing == Indexing::Never;
         if !never {

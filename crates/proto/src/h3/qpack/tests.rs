@@ -247,3 +247,31 @@ fn response_head_round_trips() {
     }
     assert_eq!(fields[7], field("content-length", "27"));
 }
+
+/// The encoder's running size is RFC 9114 §4.2.2's: the sum over the decoded fields of name,
+/// value and 32; `begin` starts it again.
+#[test]
+fn encoder_counts_the_section_size() {
+    let mut encoder = Encoder::new();
+    let mut out = Vec::new();
+    encoder.begin(&mut out);
+    encoder.field(b"x", b"1", Indexing::Once, &mut out);
+    encoder.begin(&mut out);
+    out.clear();
+    encoder.begin(&mut out);
+    for status in [200, 299, 1000] {
+        encoder.status(status, &mut out);
+    }
+    for len in [0, 13, u64::MAX] {
+        encoder.content_length(len, &mut out);
+    }
+    encoder.field(b"content-type", b"text/plain", Indexing::Remember, &mut out);
+    encoder.field(b"cookie", b"", Indexing::Never, &mut out);
+    encoder.field(b"x-volt", b"a b c", Indexing::Once, &mut out);
+    let expected: usize = decode(&out)
+        .unwrap()
+        .iter()
+        .map(|(name, value, _)| name.len() + value.len() + 32)
+        .sum();
+    assert_eq!(encoder.size(), expected as u64);
+}
