@@ -49,10 +49,13 @@ impl<'a> FieldCheck<'a> {
         self.head.oversized
     }
 
+    /// Checks one decoded field and keeps it; the first rule broken is what
+    /// [`finish`](FieldCheck::finish) reports.
     pub(crate) fn field(&mut self, name: &[u8], value: &[u8]) {
-        // Past the limit the request is refused (431) whatever follows: the rest is decoded to
-        // keep HPACK's table in step, but not examined. (One byte of a block can name a table
-        // entry of 4 KiB: examined, a 32 KiB block would cost a scan of 128 MiB.)
+        // Past the limit the request is refused (431) whatever follows: HTTP/2 still decodes
+        // the rest to keep HPACK's table in step, but it is not examined. (One byte of a block
+        // can name a table entry of 4 KiB: examined, a 32 KiB block would cost a scan of
+        // 128 MiB.) HTTP/3 stops decoding there.
         if self.malformed.is_some() || self.head.oversized {
             return;
         }

@@ -305,7 +305,8 @@ impl RequestStream {
         self.received
     }
 
-    /// Decodes the next event from `buf`; `Ok(None)` means "need more bytes".
+    /// Decodes the next event from `buf`; `Ok(None)` means "need more bytes". After an
+    /// error the stream is over: reset it (or close the connection) and read no more.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<RequestEvent>, Error> {
         loop {
             let frame = match self.frames.decode(buf) {
