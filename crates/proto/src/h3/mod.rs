@@ -14,10 +14,10 @@
 //!   dynamic table, and no QPACK encoder or decoder stream is needed on our side.
 //! - **The client's unidirectional streams.** Each begins with a [`StreamType`]
 //!   ([`StreamType::decode`]); [`PeerStreams::open`] refuses a second control stream and
-//!   the like. The control stream goes to a [`ControlStream`] (SETTINGS first, then GOAWAY,
-//!   MAX_PUSH_ID, CANCEL_PUSH), the QPACK streams to [`qpack::EncoderStream`] and
-//!   [`qpack::DecoderStream`] (which only check that the client keeps to a table of 0),
-//!   and unknown types are ignored. A critical stream that ends is an error
+//!   the like. The control stream goes to a [`ControlStream`] (SETTINGS first, then GOAWAY
+//!   and MAX_PUSH_ID; CANCEL_PUSH is an error, as we never push), the QPACK streams to
+//!   [`qpack::EncoderStream`] and [`qpack::DecoderStream`] (which only check that the
+//!   client keeps to a table of 0), and unknown types are ignored. A critical stream that ends is an error
 //!   ([`PeerStreams::closed`]).
 //! - **Request streams** (client-initiated bidirectional): a [`RequestStream`] each, which
 //!   yields [`RequestEvent`]s in the only order allowed: the head's encoded field section,

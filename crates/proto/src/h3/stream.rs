@@ -6,7 +6,7 @@
 //! - [`PeerStreams`] remembers which of the client's unidirectional streams are open, to
 //!   refuse a second control, QPACK encoder or decoder stream, and a push stream.
 //! - [`ControlStream`] reads the client's control stream: SETTINGS first and only once, no
-//!   request frames, GOAWAY IDs that never increase.
+//!   request frames, GOAWAY IDs that never increase, no CANCEL_PUSH (we never push).
 //! - [`RequestStream`] reads one request stream: HEADERS, any number of DATA, optional
 //!   trailing HEADERS, and a body as long as `content-length` says.
 
@@ -150,7 +150,9 @@ pub enum ControlEvent {
     Goaway(u64),
     /// MAX_PUSH_ID: the most push IDs the client allows.
     MaxPushId(u64),
-    /// CANCEL_PUSH: a push ID to give up on.
+    /// CANCEL_PUSH: a push ID to give up on. Not produced by [`ControlStream`], which reads
+    /// a client's control stream for a server that never pushes: there every CANCEL_PUSH
+    /// names a push never promised, an error (§7.2.3). Kept for a reader that pushes.
     CancelPush(u64),
 }
 
@@ -230,7 +232,14 @@ impl ControlStream {
                 self.max_push_id = Some(id);
                 Ok(Some(ControlEvent::MaxPushId(id)))
             }
-            Frame::CancelPush(id) => Ok(Some(ControlEvent::CancelPush(id))),
+            // §7.2.3: "If a server receives a CANCEL_PUSH frame for a push ID that has not
+            // yet been mentioned by a PUSH_PROMISE frame, this MUST be treated as a
+            // connection error of type H3_ID_ERROR." We never send PUSH_PROMISE, so every
+            // push ID is one not yet mentioned.
+            Frame::CancelPush(_) => Err(Error::connection(
+                Code::H3_ID_ERROR,
+                "CANCEL_PUSH for a push never promised",
+            )),
         }
     }
 

@@ -35,7 +35,6 @@ fn control_stream_begins_with_settings() {
     let mut bytes = settings();
     bytes.extend(id_frame(kind::GOAWAY, 8));
     bytes.extend(id_frame(kind::MAX_PUSH_ID, 3));
-    bytes.extend(id_frame(kind::CANCEL_PUSH, 1));
     let (events, result) = control(&bytes);
     assert_eq!(result, Ok(()));
     assert_eq!(
@@ -44,7 +43,6 @@ fn control_stream_begins_with_settings() {
             ControlEvent::Settings(Settings::default()),
             ControlEvent::Goaway(8),
             ControlEvent::MaxPushId(3),
-            ControlEvent::CancelPush(1),
         ]
     );
     // Anything else first: H3_MISSING_SETTINGS; an unknown frame first is skipped, and
@@ -59,7 +57,9 @@ fn control_stream_begins_with_settings() {
 
 #[test]
 fn control_stream_errors() {
-    let cases: [(Vec<u8>, Code); 7] = [
+    let cases: [(Vec<u8>, Code); 8] = [
+        // We never push, so any push ID a client cancels was never promised (§7.2.3).
+        (id_frame(kind::CANCEL_PUSH, 1), Code::H3_ID_ERROR),
         (settings(), Code::H3_FRAME_UNEXPECTED), // a second SETTINGS
         (
             {
