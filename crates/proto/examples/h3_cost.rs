@@ -8,7 +8,15 @@
 //!     target/release/examples/h3_cost decode 1000
 //! valgrind --tool=callgrind --toggle-collect='*encode_many*' --callgrind-out-file=/dev/null \
 //!     target/release/examples/h3_cost encode 1000
+//! valgrind --tool=callgrind --toggle-collect='*fields_many*' --callgrind-out-file=/dev/null \
+//!     target/release/examples/h3_cost qpack 1000     # or hpack
 //! ```
+//!
+//! `qpack` and `hpack` decode the same request's fields alone, without the request checks
+//! and without storing them: QPACK's section (static table and literals) against an HPACK
+//! block of literals without indexing (what HPACK costs the first time a client sends a
+//! head, before its dynamic table holds anything). Most of either is the Huffman code both
+//! share.
 //!
 //! As in `parse_speed`, the callgrind form counts only the instructions inside the loop, so
 //! `Collected` divided by the count is the instructions per head. The request is Chrome's for
@@ -19,6 +27,7 @@
 
 use std::hint::black_box;
 
+use volt_proto::h2::hpack;
 use volt_proto::h3::qpack::{Decoder, Encoder, Indexing};
 use volt_proto::h3::{decode_request, frame, Head};
 
@@ -83,19 +92,35 @@ fn encode_many(n: usize, section: &mut Vec<u8>, out: &mut Vec<u8>) -> usize {
     bytes
 }
 
+/// Decodes `block` `n` times with `decode`, counting the bytes of names and values.
+#[inline(never)]
+fn fields_many(block: &[u8], n: usize, mut decode: impl FnMut(&[u8], &mut usize)) -> usize {
+    let mut bytes = 0;
+    for _ in 0..n {
+        decode(black_box(block), &mut bytes);
+    }
+    bytes
+}
+
+/// The browser's request as a QPACK section, as a client encodes it for us.
+fn qpack_section() -> Vec<u8> {
+    let mut section = Vec::new();
+    let mut encoder = Encoder::new();
+    encoder.begin(&mut section);
+    for (name, value) in BROWSER {
+        let indexing = Indexing::for_name(name.as_bytes());
+        encoder.field(name.as_bytes(), value.as_bytes(), indexing, &mut section);
+    }
+    section
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let what = args.get(1).map_or("decode", String::as_str);
     let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1000);
     match what {
         "decode" => {
-            let mut section = Vec::new();
-            let mut encoder = Encoder::new();
-            encoder.begin(&mut section);
-            for (name, value) in BROWSER {
-                let indexing = Indexing::for_name(name.as_bytes());
-                encoder.field(name.as_bytes(), value.as_bytes(), indexing, &mut section);
-            }
+            let section = qpack_section();
             let raw: usize = BROWSER.iter().map(|(n, v)| n.len() + v.len()).sum();
             let mut decoder = Decoder::new();
             let mut head = Head::default();
@@ -110,6 +135,45 @@ fn main() {
             let bytes = encode_many(n, &mut section, &mut out);
             println!("encoded {n} response heads, {bytes} bytes in all");
         }
-        _ => eprintln!("usage: h3_cost decode|encode [count]"),
+        "qpack" => {
+            let section = qpack_section();
+            let mut decoder = Decoder::new();
+            let bytes = fields_many(&section, n, |s, bytes| {
+                let count = |f: volt_proto::h3::qpack::Field<'_>| {
+                    *bytes += f.name.len() + f.value.len();
+                    Ok(())
+                };
+                decoder.decode(s, count).expect("valid section");
+            });
+            println!(
+                "QPACK: {n} sections of {} bytes, {bytes} bytes out",
+                section.len()
+            );
+        }
+        "hpack" => {
+            let mut block = Vec::new();
+            let mut encoder = hpack::Encoder::new();
+            encoder.begin(&mut block);
+            for (name, value) in BROWSER {
+                let indexing = match hpack::Indexing::for_name(name.as_bytes()) {
+                    hpack::Indexing::Never => hpack::Indexing::Never,
+                    _ => hpack::Indexing::Once,
+                };
+                encoder.field(name.as_bytes(), value.as_bytes(), indexing, &mut block);
+            }
+            let mut decoder = hpack::Decoder::new(4096);
+            let bytes = fields_many(&block, n, |b, bytes| {
+                let count = |name: &[u8], value: &[u8]| {
+                    *bytes += name.len() + value.len();
+                    Ok(())
+                };
+                decoder.decode(b, count).expect("valid block");
+            });
+            println!(
+                "HPACK: {n} blocks of {} bytes, {bytes} bytes out",
+                block.len()
+            );
+        }
+        _ => eprintln!("usage: h3_cost decode|encode|qpack|hpack [count]"),
     }
 }
