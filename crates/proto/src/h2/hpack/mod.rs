@@ -55,6 +55,8 @@ mod tests;
 use std::fmt;
 
 pub use decode::Decoder;
+pub(crate) use decode::Text;
+pub(crate) use encode::integer;
 pub use encode::{Encoder, Indexing};
 
 /// Why a header block could not be decoded.

@@ -8,6 +8,7 @@
 
 use super::table::STATIC;
 use crate::h2::hpack::huffman;
+use crate::h2::hpack::Text;
 use crate::h3::{Code, Error};
 
 /// Decodes field sections.
@@ -118,26 +119,6 @@ impl Decoder {
         let from = self.scratch.len();
         huffman::decode(bytes, &mut self.scratch).map_err(|_| failed("bad Huffman code"))?;
         Ok(Text::Scratch(from, self.scratch.len()))
-    }
-}
-
-/// A string literal's bytes: in the section (raw) or in the scratch buffer (Huffman-decoded).
-#[derive(Clone, Copy)]
-enum Text<'s> {
-    Bytes(&'s [u8]),
-    /// `scratch[from..to]`.
-    Scratch(usize, usize),
-}
-
-impl<'s> Text<'s> {
-    fn get<'a>(self, scratch: &'a [u8]) -> &'a [u8]
-    where
-        's: 'a,
-    {
-        match self {
-            Text::Bytes(bytes) => bytes,
-            Text::Scratch(from, to) => &scratch[from..to],
-        }
     }
 }
 

@@ -11,6 +11,8 @@
 use super::table::indices_of;
 use crate::h2::hpack::huffman;
 use crate::h2::hpack::Indexing;
+// RFC 9204 §4.1.1's prefixed integers are RFC 7541 §5.1's.
+pub(super) use crate::h2::hpack::integer;
 
 /// Static index of `:status: 103`, the first `:status` entry: the name reference of a status
 /// that has no entry of its own.
@@ -140,24 +142,6 @@ fn indexed(dst: &mut Vec<u8>, index: usize) {
 #[inline]
 fn name_reference(dst: &mut Vec<u8>, never: bool, index: usize) {
     integer(dst, 0x50 | if never { 0x20 } else { 0 }, 4, index);
-}
-
-/// Appends `value` as an integer with an `n`-bit prefix (RFC 9204 §4.1.1), the first byte's
-/// other bits being `pattern`.
-#[inline]
-pub(super) fn integer(dst: &mut Vec<u8>, pattern: u8, n: u32, value: usize) {
-    let max_prefix = (1usize << n) - 1;
-    if value < max_prefix {
-        dst.push(pattern | value as u8);
-        return;
-    }
-    dst.push(pattern | max_prefix as u8);
-    let mut rest = value - max_prefix;
-    while rest >= 0x80 {
-        dst.push(0x80 | (rest & 0x7f) as u8);
-        rest >>= 7;
-    }
-    dst.push(rest as u8);
 }
 
 /// Appends a string literal (RFC 9204 §4.1.2): the H bit just above an `n`-bit length prefix
