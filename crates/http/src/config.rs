@@ -57,6 +57,13 @@ pub struct Config {
     pub max_linger_bytes: u64,
     /// How long graceful shutdown waits for in-flight requests. Default 30 s.
     pub shutdown_timeout: Duration,
+    /// HTTP/1: whether a client that ends its sending side (a TCP half-close, as `nc -N`
+    /// does after its request) still gets the answer of a handler that has to wait. Off (the
+    /// default), that end of stream means the client left, as hyper and nginx take it: the
+    /// handler's future is dropped (a CGI script is killed, a long poll stops) and the
+    /// connection closes. A handler that answers at once, or reads a request body, is
+    /// answered either way.
+    pub half_close: bool,
     /// The `Server` header value; `None` sends no `Server` header. Default `volt`.
     pub server_name: Option<String>,
     /// HTTP/2: streams one client may have open at once (`SETTINGS_MAX_CONCURRENT_STREAMS`).
@@ -105,6 +112,7 @@ impl Default for Config {
             linger_timeout: Duration::from_secs(2),
             max_linger_bytes: 4 * 1024 * 1024,
             shutdown_timeout: Duration::from_secs(30),
+            half_close: false,
             server_name: Some("volt".into()),
             h2_max_concurrent_streams: 256,
             h2_initial_stream_window: 256 * 1024,

@@ -553,6 +553,30 @@ fn a_client_that_goes_away_kills_the_script() {
     assert!(zombie_children(&["ticker.sh"]).is_empty());
 }
 
+/// A client that leaves before the script has written its header block: before, over
+/// HTTP/1 nothing noticed until the CGI timeout (the connection did not watch the socket while
+/// a handler worked); now the script is killed as soon as the client's end of stream arrives.
+#[test]
+fn a_client_that_leaves_before_the_header_block_kills_the_script() {
+    let scripts = Scripts::new("abort-early");
+    let pid_file = scripts.dir.join("pid");
+    scripts.add(
+        "silent.sh",
+        &format!("echo $$ > {}\nexec sleep 60", pid_file.display()),
+    );
+    // A timeout far past the hang guard: only the client's leaving can end the script in time.
+    let server = scripts.serve(|c| c.timeout(Duration::from_secs(600)));
+    let mut c = server.connect();
+    c.send(b"GET /cgi-bin/silent.sh HTTP/1.1\r\nHost: t\r\n\r\n");
+    let pid = pid_in(&pid_file);
+    drop(c);
+    assert!(wait_gone(pid), "the script outlived its client");
+    assert!(zombie_children(&["silent.sh"]).is_empty());
+    // The worker goes on.
+    scripts.add("hi.sh", "printf 'Content-Type: text/plain\\n\\nhi'");
+    assert_eq!(get(&server, "/cgi-bin/hi.sh").body_text(), "hi");
+}
+
 #[test]
 fn scripts_beyond_the_limit_are_answered_503() {
     let scripts = Scripts::new("limit");

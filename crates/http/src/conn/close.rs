@@ -1,5 +1,6 @@
 //! How an HTTP/1 connection ends: a FIN after its last bytes, a lingering close when the
-//! client may still be sending, or a reset when a response ended by the close was cut short.
+//! client may still be sending, or a reset when a response ended by the close was cut short;
+//! and how it notices a client that left while a handler was still working.
 
 use std::task::Poll;
 
@@ -84,5 +85,30 @@ impl ConnIo {
         });
         discard.await;
         self.read_buf.borrow_mut().clear();
+    }
+
+    /// Resolves once the client is gone (the end of its stream, a reset, a broken TLS
+    /// session) while a handler that reads no request body works on, so the connection drops
+    /// the handler's future instead of finishing it for nobody: a CGI script is killed, a
+    /// long poll stops waiting, a proxied request is abandoned. What arrives meanwhile
+    /// (pipelined requests) is kept in the read buffer for later; once it holds more than a
+    /// head may, the watch stops reading (the client waits, as it would have before).
+    ///
+    /// A client that shuts only its sending side after a request (`nc -N`) looks the same as
+    /// one that left: not watched with [`Config::half_close`](crate::Config::half_close).
+    pub(super) async fn client_gone(&self) {
+        loop {
+            if self.read_buf.borrow().len() > self.worker.limits.max_head_bytes {
+                return std::future::pending().await;
+            }
+            self.reserve_read(0);
+            let read = std::future::poll_fn(|cx| {
+                self.stream
+                    .poll_read_bytes(cx, &mut self.read_buf.borrow_mut())
+            });
+            if !matches!(read.await, Ok(n) if n > 0) {
+                return;
+            }
+        }
     }
 }

@@ -537,13 +537,24 @@ impl ConnIo {
                     // hold them back. (If that fails, the response below closes.)
                     self.flush(false).await;
                     let mut panicked = false;
-                    let response = poll_fn(|cx| {
+                    let handler = poll_fn(|cx| {
                         poll_by_conn(&answering, || {
                             poll_caught(Pin::new(&mut fut), cx, &mut panicked)
                         })
-                    })
-                    .await;
+                    });
+                    // A handler that reads the request body sees a client that left itself.
+                    let watch = answering.reader.is_none() && !self.worker.config.half_close;
+                    let response = match watch {
+                        false => Some(handler.await),
+                        true => match race(handler, self.client_gone()).await {
+                            Either::Left(response) => Some(response),
+                            Either::Right(()) => None,
+                        },
+                    };
                     drop(fut);
+                    let Some(response) = response else {
+                        return Next::Close;
+                    };
                     self.respond(answering, response, panicked)
                 }
                 Wait::Stream(streamed, after) => match streamed.await {

@@ -53,6 +53,9 @@ fn config() -> Config {
         max_body_bytes: 1000,
         // The bystander waits idle through every case, however slow the machine.
         idle_timeout: Duration::from_secs(600),
+        // The client half-closes after its bytes (see `exchange`) and expects every answer,
+        // `/slow`'s too.
+        half_close: true,
         ..Default::default()
     }
 }
