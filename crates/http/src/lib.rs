@@ -70,6 +70,8 @@
 mod body;
 mod cgi;
 mod client;
+mod coding;
+mod compress;
 mod config;
 mod conn;
 mod error;
@@ -89,6 +91,7 @@ mod ws;
 pub use body::{Body, BodySender, BodyStream};
 pub use cgi::Cgi;
 pub use client::{Client, ClientBuilder, ClientResponse, RequestBuilder};
+pub use compress::Compress;
 pub use config::Config;
 pub use error::Error;
 pub use http::{header, HeaderName, HeaderValue, Method, StatusCode, Version};
