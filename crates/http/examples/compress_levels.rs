@@ -8,7 +8,7 @@
 //!     target/release/examples/compress_levels gzip 5 json 100    # instructions (÷ 100 ÷ bytes)
 //! ```
 //!
-//! Two payloads: `json` (20 user records of 8 fields, 4.6 KB: `json_speed`'s `api`) and `html`
+//! Three payloads: `tiny` (`{"ok":true}`: what the encoder's setup costs), `json` (20 user records of 8 fields, 4.6 KB: `json_speed`'s `api`) and `html`
 //! (a 12 KB page: a header, a table of 100 rows with links, a footer). Each body is
 //! compressed whole by a fresh encoder, as `Compress` does a body in memory: gzip through
 //! flate2 (miniz_oxide), brotli with `Compress`'s window (2^18) and buffer (4 KiB).
@@ -84,6 +84,8 @@ fn main() {
     let payload = |name: &str| match name {
         "json" => json(),
         "html" => html(),
+        // What any body costs: the encoder's setup and end.
+        "tiny" => b"{\"ok\":true}".to_vec(),
         other => panic!("unknown payload {other}"),
     };
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
@@ -103,6 +105,6 @@ fn main() {
             let total = compress_many(coding, level.parse().expect("a level"), &data, n);
             println!("{coding} {level} {name}: {} -> {} bytes", data.len(), total / n);
         }
-        _ => eprintln!("usage: compress_levels [sizes | CODING LEVEL json|html COUNT]"),
+        _ => eprintln!("usage: compress_levels [sizes | CODING LEVEL tiny|json|html COUNT]"),
     }
 }

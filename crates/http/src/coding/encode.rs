@@ -2,27 +2,33 @@
 //! ([`Encoder`]), each piece flushed so that what was sent so far decodes in full.
 //!
 //! The levels suit dynamic content, compressed per response on the worker. Measured with
-//! callgrind on a 4.6 KB JSON API answer (20 records) and a 12 KB HTML page
-//! (`cargo run --release -p volt-http --example compress_levels`; instructions per byte of
-//! input, then the output's size):
+//! callgrind (`cargo build --release -p volt-http --example compress_levels`, then the
+//! command in that example's doc) on a 4,609-byte JSON API answer (20 user records) and a
+//! 13,339-byte HTML page (a table of 100 orders): instructions per body, compressed from a
+//! fresh encoder as `Compress` does, and the output's size.
 //!
-//! | | JSON Ir/B | JSON bytes | HTML Ir/B | HTML bytes |
+//! | | JSON Ir | JSON bytes | HTML Ir | HTML bytes |
 //! |---|---|---|---|---|
-//! | gzip 1 | 62 | 1,104 | 42 | 2,985 |
-//! | gzip 4 | 101 | 1,049 | 75 | 2,727 |
-//! | **gzip 5** | 129 | 1,026 | 93 | 2,631 |
-//! | gzip 6 | 146 | 1,022 | 109 | 2,611 |
-//! | gzip 9 | 177 | 1,019 | 148 | 2,600 |
-//! | br 1 | 93 | 1,044 | 58 | 2,731 |
-//! | **br 4** | 148 | 887 | 112 | 2,305 |
-//! | br 5 | 474 | 840 | 318 | 2,204 |
-//! | br 6 | 546 | 838 | 357 | 2,193 |
+//! | gzip 1 | 449 k | 525 | 700 k | 2,695 |
+//! | **gzip 4** | 631 k | 474 | 1,368 k | 1,945 |
+//! | gzip 5 | 634 k | 474 | 1,450 k | 1,925 |
+//! | gzip 6 | 640 k | 474 | 1,662 k | 1,909 |
+//! | gzip 9 | 640 k | 474 | 1,802 k | 1,909 |
+//! | br 1 | 276 k | 507 | 772 k | 2,366 |
+//! | **br 3** | 615 k | 424 | 1,346 k | 1,628 |
+//! | br 4 | 1,002 k | 419 | 2,067 k | 1,490 |
+//! | br 5 | 1,655 k | 397 | 3,351 k | 1,362 |
+//! | br 6 | 2,642 k | 397 | 4,559 k | 1,362 |
 //!
-//! gzip 5 is within 0.5% of gzip 6's size for 11–15% fewer instructions (and of 9's for
-//! 27%); brotli 4 is the last quality before the encoder switches to its slower block
-//! splitting (5 costs three times as much for 5% less), and is already 14% smaller than gzip 6.
-//! Brotli's window is 2^18 (256 KiB): dynamic answers are rarely larger, and a stream's
-//! encoder holds a window's worth of memory.
+//! gzip 4 is the cheapest level within 2% of level 9's size on both (the same bytes for the
+//! JSON, 1.9% more for the HTML), for 18% fewer instructions than the usual default, 6, on
+//! the HTML. brotli 3 costs what gzip 4 does (0.98× on both) and is 11–16% smaller; quality 4
+//! is another 8% smaller on the HTML (1% on the JSON) for 1.5–1.6× the instructions, and 5
+//! costs 2.5× as much again. Much of the cost is fixed: an encoder's setup and end come to
+//! about 403 k instructions for gzip and 300 k for brotli 3 on a 12-byte body (mostly its
+//! tables cleared), which is why `Compress` leaves bodies under 1 KiB alone. Brotli's window
+//! is 2^18 (256 KiB): dynamic answers are rarely larger, and a stream's encoder holds a
+//! window's worth of memory.
 
 use std::io::{self, Write};
 
@@ -33,9 +39,9 @@ use flate2::Compression;
 use super::Coding;
 
 /// gzip's level (of 1–9; see the table above).
-pub(crate) const GZIP_LEVEL: u32 = 5;
+pub(crate) const GZIP_LEVEL: u32 = 4;
 /// brotli's quality (of 0–11; see the table above).
-pub(crate) const BR_QUALITY: u32 = 4;
+pub(crate) const BR_QUALITY: u32 = 3;
 /// brotli's window, log2 of its bytes.
 pub(crate) const BR_WINDOW: u32 = 18;
 /// brotli's internal buffer between calls.
