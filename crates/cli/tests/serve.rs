@@ -70,8 +70,7 @@ fn get_with(addr: &str, path: &str, fields: &str) -> Vec<u8> {
     let mut conn = TcpStream::connect(addr).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    let request =
-        format!("GET {path} HTTP/1.1\r\nHost: t\r\n{fields}Connection: close\r\n\r\n");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n{fields}Connection: close\r\n\r\n");
     conn.write_all(request.as_bytes()).unwrap();
     let mut response = Vec::new();
     conn.read_to_end(&mut response).unwrap();

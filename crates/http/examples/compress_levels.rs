@@ -52,7 +52,9 @@ fn html() -> Vec<u8> {
             (i * 13) % 100
         ));
     }
-    page.push_str("</tbody></table></main><footer>&copy; 2026 Example Shop</footer></body></html>\n");
+    page.push_str(
+        "</tbody></table></main><footer>&copy; 2026 Example Shop</footer></body></html>\n",
+    );
     page.into_bytes()
 }
 
@@ -103,7 +105,11 @@ fn main() {
             let data = payload(name);
             let n: usize = count.parse().expect("a count");
             let total = compress_many(coding, level.parse().expect("a level"), &data, n);
-            println!("{coding} {level} {name}: {} -> {} bytes", data.len(), total / n);
+            println!(
+                "{coding} {level} {name}: {} -> {} bytes",
+                data.len(),
+                total / n
+            );
         }
         _ => eprintln!("usage: compress_levels [sizes | CODING LEVEL tiny|json|html COUNT]"),
     }

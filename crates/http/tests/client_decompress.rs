@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use clientcommon::{block_on_get, read_head, raw_server, url};
+use clientcommon::{block_on_get, raw_server, read_head, url};
 use volt_http::header::{HeaderName, HeaderValue};
 use volt_http::{get, Body, Client, Compress, Method, Request, Response, Router};
 
@@ -56,9 +56,8 @@ fn app(first_seen: Arc<AtomicBool>) -> Compress<Router> {
                             }
                             tx.send("data: second\n\n").await.unwrap();
                         });
-                        Response::text(body).with_content_type(HeaderValue::from_static(
-                            "text/event-stream",
-                        ))
+                        Response::text(body)
+                            .with_content_type(HeaderValue::from_static("text/event-stream"))
                     }
                 }),
             ),
@@ -100,8 +99,7 @@ fn against_compress(builder: fn() -> volt_http::ClientBuilder) {
         assert_eq!(r.header("content-encoding"), Some("gzip"));
         let packed = r.bytes().await.unwrap();
         let mut plain = Vec::new();
-        io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&packed[..]), &mut plain)
-            .unwrap();
+        io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&packed[..]), &mut plain).unwrap();
         assert_eq!(plain, text().as_bytes());
         // HEAD: no body to decode, the headers as sent.
         let r = client

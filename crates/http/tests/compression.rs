@@ -46,13 +46,16 @@ fn app() -> Router {
     Router::new()
         .route(
             "/json",
-            get(|_req| async { Response::json(&serde_json::from_str::<serde_json::Value>(&json()).unwrap()) }),
+            get(|_req| async {
+                Response::json(&serde_json::from_str::<serde_json::Value>(&json()).unwrap())
+            }),
         )
         .route("/small", get(|_req| async { "tiny" }))
         .route(
             "/png",
             get(|_req| async {
-                Response::bytes(vec![7u8; 4096]).with_content_type(HeaderValue::from_static("image/png"))
+                Response::bytes(vec![7u8; 4096])
+                    .with_content_type(HeaderValue::from_static("image/png"))
             }),
         )
         .route(
@@ -133,7 +136,10 @@ fn weights_and_ties_choose_the_coding() {
     let some = |s: &str| Some(s.to_owned());
     assert_eq!(coding("Accept-Encoding: gzip, deflate, br\r\n"), some("br"));
     assert_eq!(coding("Accept-Encoding: br;q=0.5, gzip\r\n"), some("gzip"));
-    assert_eq!(coding("Accept-Encoding: gzip\r\nAccept-Encoding: br\r\n"), some("br"));
+    assert_eq!(
+        coding("Accept-Encoding: gzip\r\nAccept-Encoding: br\r\n"),
+        some("br")
+    );
     assert_eq!(coding("Accept-Encoding: *\r\n"), some("br"));
     assert_eq!(coding("Accept-Encoding: gzip;q=0.5, identity\r\n"), None);
     assert_eq!(coding("Accept-Encoding: identity;q=0, *;q=0\r\n"), None);
@@ -159,7 +165,10 @@ fn what_is_left_alone() {
     let r = c.read_head_response();
     assert_eq!(r.header("content-encoding"), None);
     assert_eq!(r.header("vary"), Some("Accept-Encoding"));
-    assert_eq!(r.header("content-length"), Some(json().len().to_string().as_str()));
+    assert_eq!(
+        r.header("content-length"),
+        Some(json().len().to_string().as_str())
+    );
 }
 
 #[test]
@@ -169,7 +178,11 @@ fn vary_is_merged_and_the_etag_weakened() {
     assert_eq!(r.header("content-encoding"), Some("gzip"));
     assert_eq!(r.header("vary"), Some("Origin, Accept-Encoding"));
     assert_eq!(r.header("etag"), Some("W/\"v1\""));
-    assert_eq!(r.header("accept-ranges"), None, "ranges are of the identity form");
+    assert_eq!(
+        r.header("accept-ranges"),
+        None,
+        "ranges are of the identity form"
+    );
     // Not compressed: the strong tag stays, and the answer still varies.
     let r = get_with(&server, "/tagged", "");
     assert_eq!(r.header("content-encoding"), None);
@@ -202,7 +215,11 @@ fn a_wrapped_serve_dir_keeps_its_304s_and_ranges() {
     assert_eq!(r.header("etag"), Some(etag.as_str()));
     assert_eq!(r.header("vary"), Some("Accept-Encoding"));
     // A range is of the identity bytes, and goes uncompressed.
-    let r = get_with(&server, "/a.txt", "Accept-Encoding: gzip\r\nRange: bytes=0-5\r\n");
+    let r = get_with(
+        &server,
+        "/a.txt",
+        "Accept-Encoding: gzip\r\nRange: bytes=0-5\r\n",
+    );
     assert_eq!((r.status, &r.body[..]), (206, &b"static"[..]));
     assert_eq!(r.header("content-encoding"), None);
     // A streamed file: chunked, no length, whole once decoded.
@@ -254,7 +271,10 @@ fn a_stream_is_flushed_event_by_event_on_http1() {
     assert_eq!(status, 200);
     assert!(head.contains("content-encoding: gzip\r\n"), "{head}");
     assert!(head.contains("Transfer-Encoding: chunked\r\n"), "{head}");
-    assert!(first_seen.load(Ordering::SeqCst), "the first event came alone");
+    assert!(
+        first_seen.load(Ordering::SeqCst),
+        "the first event came alone"
+    );
     let all = decoder.finish().unwrap();
     assert_eq!(all, b"data: first\n\ndata: second\n\n");
 }

@@ -100,11 +100,17 @@ fn the_accepted_copy_is_served_with_its_own_validators() {
     let r = get_with(&server, "/style.css", "Accept-Encoding: br;q=0.5, gzip\r\n");
     assert_eq!(r.header("content-encoding"), Some("gzip"));
     assert_eq!(r.body, b"GZIP-BYTES-OF-STYLE");
-    assert_eq!(r.header("etag"), Some(tree.etag("style.css.gz", ".gz").as_str()));
+    assert_eq!(
+        r.header("etag"),
+        Some(tree.etag("style.css.gz", ".gz").as_str())
+    );
     // Only a .gz beside app.js: br is passed over.
     let r = get_with(&server, "/app.js", "Accept-Encoding: br, gzip\r\n");
     assert_eq!(r.header("content-encoding"), Some("gzip"));
-    assert_eq!(r.header("content-type"), Some("text/javascript; charset=utf-8"));
+    assert_eq!(
+        r.header("content-type"),
+        Some("text/javascript; charset=utf-8")
+    );
     assert_eq!(r.body, b"GZIP-BYTES-OF-APP");
     // Nothing accepted: the file itself, its own tag, and the answer varies.
     let r = get_with(&server, "/style.css", "");
@@ -114,10 +120,16 @@ fn the_accepted_copy_is_served_with_its_own_validators() {
     assert_eq!(r.header("etag"), Some(tree.etag("style.css", "").as_str()));
     // No copies: the file.
     let r = get_with(&server, "/plain.txt", "Accept-Encoding: gzip\r\n");
-    assert_eq!((r.header("content-encoding"), &r.body[..]), (None, &b"plain\n"[..]));
+    assert_eq!(
+        (r.header("content-encoding"), &r.body[..]),
+        (None, &b"plain\n"[..])
+    );
     // A copy that is a link out of the root is not served.
     let r = get_with(&server, "/leak.txt", "Accept-Encoding: gzip\r\n");
-    assert_eq!((r.header("content-encoding"), &r.body[..]), (None, &b"leak\n"[..]));
+    assert_eq!(
+        (r.header("content-encoding"), &r.body[..]),
+        (None, &b"leak\n"[..])
+    );
     // HEAD: the copy's head.
     let mut c = server.connect();
     c.send(b"HEAD /style.css HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n");
@@ -131,20 +143,32 @@ fn ranges_and_conditionals_apply_to_the_copy() {
     let tree = Tree::new();
     let server = serve(&tree);
     let gzip = "Accept-Encoding: gzip\r\n";
-    let r = get_with(&server, "/style.css", &format!("{gzip}Range: bytes=0-3\r\n"));
+    let r = get_with(
+        &server,
+        "/style.css",
+        &format!("{gzip}Range: bytes=0-3\r\n"),
+    );
     assert_eq!(r.status, 206);
     assert_eq!(r.body, b"GZIP");
     assert_eq!(r.header("content-range"), Some("bytes 0-3/19"));
     assert_eq!(r.header("content-encoding"), Some("gzip"));
     let etag = tree.etag("style.css.gz", ".gz");
-    let r = get_with(&server, "/style.css", &format!("{gzip}If-None-Match: {etag}\r\n"));
+    let r = get_with(
+        &server,
+        "/style.css",
+        &format!("{gzip}If-None-Match: {etag}\r\n"),
+    );
     assert_eq!(r.status, 304);
     assert_eq!(r.header("etag"), Some(etag.as_str()));
     assert_eq!(r.header("vary"), Some("Accept-Encoding"));
     assert_eq!(r.header("content-encoding"), None);
     // The identity file's tag does not match the copy, nor the copy's the file.
     let plain = tree.etag("style.css", "");
-    let r = get_with(&server, "/style.css", &format!("{gzip}If-None-Match: {plain}\r\n"));
+    let r = get_with(
+        &server,
+        "/style.css",
+        &format!("{gzip}If-None-Match: {plain}\r\n"),
+    );
     assert_eq!(r.status, 200);
     let r = get_with(&server, "/style.css", &format!("If-None-Match: {etag}\r\n"));
     assert_eq!(r.status, 200);

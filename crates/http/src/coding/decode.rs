@@ -41,7 +41,10 @@ pub(crate) struct Decoder {
 
 enum Codec {
     Gzip(Box<Gzip>),
-    Br(Box<BrotliState<HeapAlloc<u8>, HeapAlloc<u32>, HeapAlloc<HuffmanCode>>>, BrState),
+    Br(
+        Box<BrotliState<HeapAlloc<u8>, HeapAlloc<u32>, HeapAlloc<HuffmanCode>>>,
+        BrState,
+    ),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -104,7 +107,10 @@ impl Decoder {
     /// Adds compressed bytes. Call only once [`Decoder::step`] has given `None` (everything
     /// fed before is consumed).
     pub(crate) fn feed(&mut self, input: Bytes) {
-        debug_assert!(self.input.is_empty(), "fed before the last input was consumed");
+        debug_assert!(
+            self.input.is_empty(),
+            "fed before the last input was consumed"
+        );
         self.fed_any |= !input.is_empty();
         self.input = input;
     }
@@ -379,7 +385,10 @@ pub(crate) mod tests {
             let packed = encode_all(coding, &data);
             // Cut short anywhere: never whole.
             for at in [1, 5, 10, packed.len() / 2, packed.len() - 1] {
-                assert!(decode_all(coding, &[&packed[..at]]).is_err(), "{coding:?} {at}");
+                assert!(
+                    decode_all(coding, &[&packed[..at]]).is_err(),
+                    "{coding:?} {at}"
+                );
             }
             // Trailing garbage.
             let extra = [&packed[..], b"junk"].concat();

@@ -128,7 +128,11 @@ mod tests {
         let data = sample();
         for coding in [Coding::Gzip, Coding::Br] {
             let packed = encode_all(coding, &data);
-            assert!(packed.len() < data.len() / 5, "{coding:?}: {}", packed.len());
+            assert!(
+                packed.len() < data.len() / 5,
+                "{coding:?}: {}",
+                packed.len()
+            );
             assert_eq!(decode_all(coding, &[&packed]).unwrap(), data);
         }
         // gzip's fixed header: magic, deflate, no flags, no time, no extra flags, OS unknown.

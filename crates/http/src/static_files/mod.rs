@@ -329,7 +329,9 @@ impl Lookup {
         let mut validators = Validators::new(len, mtime, SystemTime::now());
         if let Some(coding) = coding {
             // `"…-…"` → `"…-….gz"`: the copy's own tag, never another coding's (§8.8.3).
-            validators.etag.insert_str(validators.etag.len() - 1, extension(coding));
+            validators
+                .etag
+                .insert_str(validators.etag.len() - 1, extension(coding));
         }
         let outcome = match conditional::evaluate(&self.conditions, Some(&validators), len) {
             Ok(outcome) => outcome,
