@@ -98,7 +98,7 @@ impl Accepted {
             (Coding::Gzip, gzip.or(star).unwrap_or(0)),
         ];
         // Stable: equal weights keep the server's order.
-        candidates.sort_by(|a, b| b.1.cmp(&a.1));
+        candidates.sort_by_key(|&(_, q)| std::cmp::Reverse(q));
         let mut n = 0;
         for (coding, q) in candidates {
             if q > 0 && q >= identity {
