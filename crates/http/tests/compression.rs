@@ -85,6 +85,16 @@ fn app() -> Router {
             }),
         )
         .route(
+            "/trailed",
+            get(|_req| async {
+                let mut trailers = http::HeaderMap::new();
+                trailers.insert("x-sum", HeaderValue::from_static("42"));
+                let parts = [Ok(Bytes::from("x".repeat(2000)))];
+                let body = Body::stream(common::Iter(parts.into_iter())).with_trailers(trailers);
+                Response::text(body)
+            }),
+        )
+        .route(
             "/stream",
             get(|_req| async {
                 let parts = ["event: one\n\n", "event: two\n\n"].map(|p| Ok(Bytes::from(p)));
@@ -159,6 +169,11 @@ fn what_is_left_alone() {
         assert_ne!(r.header("content-encoding"), Some("gzip"), "{path}");
         assert_ne!(r.header("content-encoding"), Some("br"), "{path}");
     }
+    // A lower threshold takes the small one too.
+    let low = common::start(Compress::new(app()).min_size(4));
+    let r = get_with(&low, "/small", gzip);
+    assert_eq!(r.header("content-encoding"), Some("br"));
+    assert_eq!(unbrotli(&r.body), b"tiny");
     // HEAD: the identity head (its length), but it says that the answer varies.
     let mut c = server.connect();
     c.send(format!("HEAD /json HTTP/1.1\r\nHost: t\r\n{gzip}\r\n").as_bytes());
@@ -303,6 +318,11 @@ fn http2_compresses_fixed_and_streamed_bodies() {
         assert_eq!(r.headers["content-encoding"], "br");
         assert!(r.headers.get("content-length").is_none());
         assert_eq!(unbrotli(&r.body), b"event: one\n\nevent: two\n\n");
+        // Trailers pass after the compressed body.
+        let r = send(&mut h2, ask("/trailed", "gzip"), Bytes::new()).await;
+        assert_eq!(r.headers["content-encoding"], "gzip");
+        assert_eq!(gunzip(&r.body), "x".repeat(2000).as_bytes());
+        assert_eq!(r.trailers.unwrap()["x-sum"], "42");
         let r = send(&mut h2, ask("/json", "identity"), Bytes::new()).await;
         assert!(r.headers.get("content-encoding").is_none());
         assert_eq!(r.body, json().as_bytes());
