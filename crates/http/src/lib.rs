@@ -64,8 +64,9 @@
 //! on the same transport: handlers polled inline, request and response bodies under flow
 //! control), `ws` (WebSocket: the handshake, and the session on the transport the HTTP/1
 //! connection hands over; frames are `volt_proto::ws`'s), `request` / `response` / `body`,
-//! `router`, `service`, `static_files` (`ServeDir`), `coding` (content codings: negotiation,
-//! the compressors, a bounded sans-I/O decompressor), `compress` (the `Compress` wrapper), `cgi` (the CGI gateway: script lookup,
+//! `router`, `service`, `middleware` (`wrap`: an async function around a service),
+//! `static_files` (`ServeDir`), `coding` (content codings: negotiation, the compressors, a
+//! bounded sans-I/O decompressor), `compress` (the `Compress` wrapper), `cgi` (the CGI gateway: script lookup,
 //! meta-variables, the process and its pipes, the script's header block), `config`, `error`.
 //! HTTP/1 parsing and encoding live in `volt-proto`.
 #![forbid(unsafe_code)]
@@ -80,6 +81,7 @@ mod conn;
 mod error;
 mod h2;
 mod json;
+mod middleware;
 mod request;
 mod response;
 mod router;
@@ -98,6 +100,7 @@ pub use compress::Compress;
 pub use config::Config;
 pub use error::Error;
 pub use http::{header, HeaderName, HeaderValue, Method, StatusCode, Version};
+pub use middleware::{wrap, Next, Wrap};
 pub use request::{Request, RequestBody};
 pub use response::{IntoResponse, Json, Response};
 pub use router::{any, delete, get, options, patch, post, put, MethodRouter, Router};
