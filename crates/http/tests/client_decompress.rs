@@ -214,3 +214,41 @@ fn an_empty_body_with_a_coding_is_empty() {
     let (status, got) = block_on_get(&url(addr, "/")).unwrap();
     assert_eq!((status.as_u16(), got.unwrap()), (200, Bytes::new()));
 }
+
+#[test]
+fn a_range_asks_for_no_coding_and_a_part_is_not_decoded() {
+    let part = gzip(text().as_bytes())[..10].to_vec();
+    let sent = part.clone();
+    let addr = raw_server(move |mut stream| loop {
+        let head = read_head(&mut stream);
+        if head.is_empty() {
+            return;
+        }
+        let asked = head.contains("accept-encoding");
+        let answer = format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Encoding: gzip\r\nX-Asked: {asked}\r\n\
+             Content-Range: bytes 0-9/100\r\nContent-Length: 10\r\n\r\n"
+        );
+        let _ = stream.write_all(&[answer.as_bytes(), &sent].concat());
+    });
+    volt_rt::block_on(async move {
+        let client = Client::new();
+        let r = client
+            .get(&url(addr, "/"))
+            .header(
+                HeaderName::from_static("range"),
+                HeaderValue::from_static("bytes=0-9"),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.header("x-asked"), Some("false"));
+        assert_eq!(r.header("content-encoding"), Some("gzip"));
+        assert_eq!(r.bytes().await.unwrap(), part);
+        // A 206 to a request that asked for codings: a part, passed as it is.
+        let r = client.get(&url(addr, "/")).send().await.unwrap();
+        assert_eq!(r.header("x-asked"), Some("true"));
+        assert_eq!(r.header("content-encoding"), Some("gzip"));
+        assert_eq!(r.bytes().await.unwrap(), part);
+    });
+}

@@ -5,12 +5,13 @@
 //! and a response in one of those codings is decoded piece by piece as the caller reads it:
 //! its `Content-Encoding` and `Content-Length` (the compressed length) are taken out of the
 //! headers the caller sees, which then describe the body as read. A caller that sets
-//! `Accept-Encoding` itself asked for codings by hand, and gets the body as sent.
+//! `Accept-Encoding` itself asked for codings by hand, and gets the body as sent. A request
+//! with a `Range` asks for no coding: a part of a compressed form cannot be decoded alone.
 
 use std::io;
 
 use bytes::Bytes;
-use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH};
+use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, RANGE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
 use super::response::ClientBody;
@@ -20,10 +21,10 @@ use crate::coding::Coding;
 /// What the client asks for when the caller did not: every coding it decodes.
 const ACCEPTED: HeaderValue = HeaderValue::from_static("gzip, br");
 
-/// Adds `Accept-Encoding` to a request, unless decoding is off or the caller set one:
-/// whether the responses are then to be decoded.
+/// Adds `Accept-Encoding` to a request, unless decoding is off, the caller set one, or the
+/// request asks for a range: whether the responses are then to be decoded.
 pub(super) fn ask(headers: &mut HeaderMap, on: bool) -> bool {
-    if !on || headers.contains_key(ACCEPT_ENCODING) {
+    if !on || headers.contains_key(ACCEPT_ENCODING) || headers.contains_key(RANGE) {
         return false;
     }
     headers.insert(ACCEPT_ENCODING, ACCEPTED);
@@ -42,17 +43,18 @@ pub(super) struct Decoding {
 /// The decoding a response's body needs, if it has a body in a coding the client asked for;
 /// then its `Content-Encoding` and `Content-Length` are removed from `headers`. A response
 /// to HEAD, a 1xx, 204 or 304 has no body: its headers stay as sent (they tell what a GET
-/// would get). Several codings stacked (`gzip, br`), or one the client does not know, are
+/// would get). Nor is a 206 decoded: a part of a coded form is no coded stream of its own. Several codings stacked (`gzip, br`), or one the client does not know, are
 /// left alone too: the caller gets the body and the header as they came.
 pub(super) fn start(
     headers: &mut HeaderMap,
     status: StatusCode,
     head_request: bool,
 ) -> Option<Box<Decoding>> {
-    let bodiless = status.is_informational()
+    let undecodable = status.is_informational()
         || status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED;
-    if head_request || bodiless {
+        || status == StatusCode::NOT_MODIFIED
+        || status == StatusCode::PARTIAL_CONTENT;
+    if head_request || undecodable {
         return None;
     }
     let coding = {
