@@ -410,6 +410,26 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn large_window_brotli_is_refused() {
+        use std::io::Write;
+        // The large-window extension (a 2^25 window here, past RFC 7932's 2^24): a stream a
+        // standard decoder cannot read, and one that could claim up to 1 GiB of window.
+        let params = brotli::enc::BrotliEncoderParams {
+            large_window: true,
+            lgwin: 25,
+            quality: 3,
+            ..Default::default()
+        };
+        let mut e = brotli::CompressorWriter::with_params(Vec::new(), 4096, &params);
+        e.write_all(&text(1000)).unwrap();
+        let large = e.into_inner();
+        assert!(decode_all(Coding::Br, &[&large]).is_err());
+        // The same data with the standard window decodes.
+        let standard = encode_all(Coding::Br, &text(1000));
+        assert_eq!(decode_all(Coding::Br, &[&standard]).unwrap(), text(1000));
+    }
+
+    #[test]
     fn a_bomb_comes_out_a_step_at_a_time() {
         // 8 MiB of zeros, about 8 KiB compressed: each step gives at most STEP_OUT.
         let zeros = vec![0u8; 8 << 20];
