@@ -24,7 +24,7 @@
 //! JSON, 1.9% more for the HTML), for 18% fewer instructions than the usual default, 6, on
 //! the HTML. brotli 3 costs what gzip 4 does (0.98× on both) and is 11–16% smaller; quality 4
 //! is another 8% smaller on the HTML (1% on the JSON) for 1.5–1.6× the instructions, and 5
-//! costs 2.5× as much again. Much of the cost is fixed: an encoder's setup and end come to
+//! costs 2.5–2.7× what 3 does. Much of the cost is fixed: an encoder's setup and end come to
 //! about 403 k instructions for gzip and 300 k for brotli 3 on a 12-byte body (mostly its
 //! tables cleared), which is why `Compress` leaves bodies under 1 KiB alone. Brotli's window
 //! is 2^18 (256 KiB): dynamic answers are rarely larger, and a stream's encoder holds a
