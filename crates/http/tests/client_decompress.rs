@@ -37,6 +37,12 @@ fn app(first_seen: Arc<AtomicBool>) -> Compress<Router> {
         Router::new()
             .route("/text", get(|_req| async { text() }))
             .route(
+                "/corrupt",
+                get(|_req| async {
+                    Response::text("not gzip at all").with_header("content-encoding", "gzip")
+                }),
+            )
+            .route(
                 "/asked",
                 get(|req: Request| async move {
                     let asked = req.header("accept-encoding").unwrap_or("none").to_owned();
@@ -86,6 +92,10 @@ fn against_compress(builder: fn() -> volt_http::ClientBuilder) {
             rest.extend_from_slice(&piece);
         }
         assert_eq!(rest, b"data: second\n\n");
+        // A body that is not what its coding says: an error, not a panic nor garbage.
+        let r = client.get(&url(addr, "/corrupt")).send().await.unwrap();
+        let e = r.bytes().await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
         // Its own Accept-Encoding: the bytes as sent, headers as sent.
         let r = client
             .get(&url(addr, "/text"))
