@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use volt_http::{Cgi, Router, ServeDir, Server};
+use volt_http::{Cgi, Compress, Router, ServeDir, Server, Service};
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
@@ -14,7 +14,8 @@ Examples:
   volt serve                      # the current directory at http://127.0.0.1:8000/
   volt serve public --addr 0.0.0.0:8080 --workers 4
   volt serve site --no-listing    # directories without index.html answer 404
-  volt serve site --cgi-bin cgi   # and the scripts in ./cgi at /cgi-bin/NAME (RFC 3875)")]
+  volt serve site --cgi-bin cgi   # and the scripts in ./cgi at /cgi-bin/NAME (RFC 3875)
+  volt serve dist --precompressed --compress   # app.js.br/.gz if there, else compress")]
 pub(crate) struct ServeArgs {
     /// The directory to serve
     #[arg(value_name = "DIR", default_value = ".")]
@@ -35,6 +36,14 @@ pub(crate) struct ServeArgs {
     /// Run the executables in this directory as CGI scripts at /cgi-bin/NAME (RFC 3875)
     #[arg(long, value_name = "DIR")]
     cgi_bin: Option<PathBuf>,
+
+    /// Serve NAME.br or NAME.gz in NAME's place to clients that accept that coding
+    #[arg(long)]
+    precompressed: bool,
+
+    /// Compress text answers (gzip or br, as the client accepts) on the fly
+    #[arg(long)]
+    compress: bool,
 }
 
 /// Serves until Ctrl-C (or SIGTERM), then shuts down gracefully. A directory that is not one
@@ -82,16 +91,18 @@ pub(crate) fn serve(args: ServeArgs) -> ExitCode {
         server.local_addr()
     );
     let _ = out.flush();
-    let files = ServeDir::new(args.dir).listing(!args.no_listing);
+    let files = ServeDir::new(args.dir)
+        .listing(!args.no_listing)
+        .precompressed(args.precompressed);
     let served = match args.cgi_bin {
         Some(scripts) => {
             let app = Router::new()
                 .route_service("/cgi-bin/{*script}", Cgi::new(scripts))
                 .route_service("/{*path}", files.clone())
                 .route_service("/", files);
-            server.serve(app)
+            serve_app(server, app, args.compress)
         }
-        None => server.serve(files),
+        None => serve_app(server, files, args.compress),
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,
@@ -99,5 +110,13 @@ pub(crate) fn serve(args: ServeArgs) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Serves `app`, its answers compressed if `compress`.
+fn serve_app(server: Server, app: impl Service, compress: bool) -> std::io::Result<()> {
+    match compress {
+        true => server.serve(Compress::new(app)),
+        false => server.serve(app),
     }
 }

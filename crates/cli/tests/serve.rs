@@ -1,5 +1,5 @@
 //! `volt serve` as a user runs it: it prints where it serves, serves a file, and stops
-//! gracefully on Ctrl-C (SIGINT).
+//! gracefully on Ctrl-C (SIGINT); CGI beside the files; precompressed copies and compression.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -62,14 +62,47 @@ fn start(args: &[&std::ffi::OsStr]) -> (std::process::Child, String) {
 }
 
 fn get(addr: &str, path: &str) -> String {
+    String::from_utf8(get_with(addr, path, "")).unwrap()
+}
+
+/// The raw response to a GET of `path` with the header lines `fields`.
+fn get_with(addr: &str, path: &str, fields: &str) -> Vec<u8> {
     let mut conn = TcpStream::connect(addr).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n{fields}Connection: close\r\n\r\n");
     conn.write_all(request.as_bytes()).unwrap();
-    let mut response = String::new();
-    conn.read_to_string(&mut response).unwrap();
+    let mut response = Vec::new();
+    conn.read_to_end(&mut response).unwrap();
     response
+}
+
+#[test]
+fn serves_precompressed_copies_and_compresses_the_rest() {
+    let dir = std::env::temp_dir().join(format!("volt-serve-gz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let css = "p { margin: 0 }\n".repeat(100);
+    std::fs::write(dir.join("a.css"), &css).unwrap();
+    std::fs::write(dir.join("a.css.gz"), "MADE-AHEAD").unwrap();
+    std::fs::write(dir.join("b.txt"), &css).unwrap();
+    let flags = ["--precompressed".as_ref(), "--compress".as_ref()];
+    let (mut child, addr) = start(&[dir.as_os_str(), flags[0], flags[1]]);
+    let gzip = "Accept-Encoding: gzip\r\n";
+    let copy = String::from_utf8(get_with(&addr, "/a.css", gzip)).unwrap();
+    assert!(copy.contains("\r\ncontent-encoding: gzip\r\n"), "{copy}");
+    assert!(copy.ends_with("\r\n\r\nMADE-AHEAD"), "{copy}");
+    // No copy: compressed on the fly (gzip's magic starts the body).
+    let made = get_with(&addr, "/b.txt", gzip);
+    let body = made.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&made[..body]);
+    assert!(head.contains("\r\ncontent-encoding: gzip\r\n"), "{head}");
+    assert_eq!(made[body..body + 2], [0x1f, 0x8b]);
+    assert!(made.len() - body < css.len() / 4);
+    // A client that accepts nothing gets the file.
+    assert!(get(&addr, "/a.css").ends_with(&css));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -28,6 +28,8 @@
 //! - [`Client`] makes HTTP/1.1 and HTTP/2 requests over TCP or TLS from a worker, keeps
 //!   connections per origin, and streams bodies both ways ([`ClientResponse::chunk`]).
 //! - [`Cgi`] runs CGI/1.1 scripts (RFC 3875) from a directory, on a route or as the service.
+//! - [`Compress`] wraps a service and compresses its responses (gzip or br, as the request's
+//!   `Accept-Encoding` prefers); the client decompresses them as it reads them.
 //!
 //! # Example
 //!
@@ -62,7 +64,9 @@
 //! on the same transport: handlers polled inline, request and response bodies under flow
 //! control), `ws` (WebSocket: the handshake, and the session on the transport the HTTP/1
 //! connection hands over; frames are `volt_proto::ws`'s), `request` / `response` / `body`,
-//! `router`, `service`, `middleware` (`wrap`: an async function around a service), `static_files` (`ServeDir`), `cgi` (the CGI gateway: script lookup,
+//! `router`, `service`, `middleware` (`wrap`: an async function around a service),
+//! `static_files` (`ServeDir`), `coding` (content codings: negotiation, the compressors, a
+//! bounded sans-I/O decompressor), `compress` (the `Compress` wrapper), `cgi` (the CGI gateway: script lookup,
 //! meta-variables, the process and its pipes, the script's header block), `config`, `error`.
 //! HTTP/1 parsing and encoding live in `volt-proto`.
 #![forbid(unsafe_code)]
@@ -70,6 +74,8 @@
 mod body;
 mod cgi;
 mod client;
+mod coding;
+mod compress;
 mod config;
 mod conn;
 mod error;
@@ -90,6 +96,7 @@ mod ws;
 pub use body::{Body, BodySender, BodyStream};
 pub use cgi::Cgi;
 pub use client::{Client, ClientBuilder, ClientResponse, RequestBuilder};
+pub use compress::Compress;
 pub use config::Config;
 pub use error::Error;
 pub use http::{header, HeaderName, HeaderValue, Method, StatusCode, Version};

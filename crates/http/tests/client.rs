@@ -414,7 +414,8 @@ fn sends_the_request_as_written() {
     let head = rx.recv().unwrap();
     assert_eq!(
         head,
-        format!("GET /a/b?c=d HTTP/1.1\r\nhost: {addr}\r\nx-one: 1\r\n\r\n")
+        // `accept-encoding` is the client's own, after the caller's fields (decompression).
+        format!("GET /a/b?c=d HTTP/1.1\r\nhost: {addr}\r\nx-one: 1\r\naccept-encoding: gzip, br\r\n\r\n")
     );
 }
 

@@ -38,6 +38,7 @@ use conn::{invalid_input, Conn, Connected, Head, Sent};
 use http2::{OnStream, Streams};
 
 mod conn;
+mod decode;
 mod http2;
 mod redirect;
 mod response;
@@ -71,6 +72,7 @@ pub struct ClientBuilder {
     limits: Limits,
     tls: Option<Arc<rustls::ClientConfig>>,
     http2: Http2,
+    decompress: bool,
 }
 
 /// When the client speaks HTTP/2.
@@ -93,6 +95,8 @@ struct Inner {
     redirects: usize,
     limits: Limits,
     http2: Http2,
+    /// Ask for gzip and br, and decode them (`decode`).
+    decompress: bool,
     /// The TLS settings: the caller's, or Mozilla's roots (webpki-roots), made on first use.
     tls: OnceCell<Arc<rustls::ClientConfig>>,
     /// Idle HTTP/1 connections per origin, the most recently used last.
@@ -213,6 +217,7 @@ impl Default for ClientBuilder {
             limits: Limits::default(),
             tls: None,
             http2: Http2::Alpn,
+            decompress: true,
         }
     }
 }
@@ -271,6 +276,14 @@ impl ClientBuilder {
         self
     }
 
+    /// Whether requests ask for compressed responses (`Accept-Encoding: gzip, br`, unless the
+    /// request sets its own) and their bodies are decompressed as they are read, with
+    /// `Content-Encoding` and `Content-Length` taken off the headers. Default: on.
+    pub fn decompress(mut self, on: bool) -> Self {
+        self.decompress = on;
+        self
+    }
+
     /// TLS settings for `https` (roots to trust, client certificates). Without this, the
     /// server must present a certificate chained to one of Mozilla's roots (webpki-roots).
     /// Its ALPN list is replaced by the protocols the client speaks (`h2` and `http/1.1`
@@ -304,6 +317,7 @@ impl ClientBuilder {
                 redirects: self.redirects,
                 limits: self.limits,
                 http2: self.http2,
+                decompress: self.decompress,
                 tls,
                 pool: RefCell::new(HashMap::new()),
                 h2: RefCell::new(HashMap::new()),
@@ -619,6 +633,7 @@ impl RequestBuilder {
             mut body,
         } = self;
         let mut target = target?;
+        let decode = decode::ask(&mut headers, client.inner.decompress);
         let mut redirects = 0;
         loop {
             let again = body.as_bytes().filter(|_| body.trailers.is_none()).cloned();
@@ -626,12 +641,13 @@ impl RequestBuilder {
             let response = send_once(&client.inner, &method, &target, &headers, body).await?;
             let location = response.header("location");
             let status = response.status();
+            let head_request = method == Method::HEAD;
             let Some(next) = redirect::next(status, &method, &target, location) else {
-                return Ok(response);
+                return Ok(response.decoded(decode, head_request));
             };
             let limit = client.inner.redirects;
             if limit == 0 || (next.keeps_body && sent_body && again.is_none()) {
-                return Ok(response);
+                return Ok(response.decoded(decode, head_request));
             }
             if redirects == limit {
                 return Err(io::Error::other(format!("more than {limit} redirects")));

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use volt_proto::BodyDecoder;
 
 use super::conn::{invalid_data, Conn, Head};
+use super::decode::{self, Decoding};
 use super::http2::OnStream;
 use super::Inner;
 use crate::body::take_body_data;
@@ -25,10 +26,12 @@ pub struct ClientResponse {
     version: Version,
     headers: HeaderMap,
     body: ClientBody,
+    /// The body's content coding, decoded as it is read (`decode`).
+    decoding: Option<Box<Decoding>>,
 }
 
 /// The body of a [`ClientResponse`], read from its connection.
-struct ClientBody {
+pub(super) struct ClientBody {
     source: Source,
     client: Rc<Inner>,
     /// Set once the body has ended.
@@ -81,6 +84,7 @@ impl ClientResponse {
                 client,
                 trailers,
             },
+            decoding: None,
         }
     }
 
@@ -100,7 +104,17 @@ impl ClientResponse {
                 client,
                 trailers: None,
             },
+            decoding: None,
         }
+    }
+
+    /// The response with its content coding decoded as the body is read, if `on` (the
+    /// client asked for codings) and it has one the client knows (`decode::start`).
+    pub(super) fn decoded(mut self, on: bool, head_request: bool) -> ClientResponse {
+        if on {
+            self.decoding = decode::start(&mut self.headers, self.status, head_request);
+        }
+        self
     }
 
     /// The status code.
@@ -123,14 +137,24 @@ impl ClientResponse {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
-    /// The next piece of the body, `None` at its end.
+    /// The next piece of the body, `None` at its end. A body the client decompresses comes
+    /// in pieces of at most 32 KiB, however much a compressed piece inflates to.
     ///
     /// # Errors
     ///
-    /// The server broke the body's framing (`InvalidData`), closed the connection before its
-    /// end (`UnexpectedEof`), or sent nothing for the client's timeout (`TimedOut`).
+    /// The server broke the body's framing (`InvalidData`), or its content coding (a corrupt
+    /// or truncated gzip or br body: `InvalidData`), closed the connection before its end
+    /// (`UnexpectedEof`), or sent nothing for the client's timeout (`TimedOut`).
     pub async fn chunk(&mut self) -> io::Result<Option<Bytes>> {
-        self.body.chunk().await
+        match &mut self.decoding {
+            Some(decoding) => decoding.chunk(&mut self.body).await,
+            None => self.body.chunk().await,
+        }
+    }
+
+    /// Whether the body has been read to its end (and decoded to its end).
+    fn ended(&self) -> bool {
+        self.body.trailers.is_some() && self.decoding.as_ref().is_none_or(|d| d.ended())
     }
 
     /// The whole body. It is held in memory: read large or untrusted bodies with
@@ -141,8 +165,8 @@ impl ClientResponse {
     /// As [`chunk`](ClientResponse::chunk).
     pub async fn bytes(mut self) -> io::Result<Bytes> {
         let mut all = BytesMut::new();
-        while let Some(chunk) = self.body.chunk().await? {
-            if all.is_empty() && self.body.trailers.is_some() {
+        while let Some(chunk) = self.chunk().await? {
+            if all.is_empty() && self.ended() {
                 return Ok(chunk); // all of it in one piece: no copy
             }
             all.extend_from_slice(&chunk);
@@ -189,7 +213,7 @@ impl ClientResponse {
 }
 
 impl ClientBody {
-    async fn chunk(&mut self) -> io::Result<Option<Bytes>> {
+    pub(super) async fn chunk(&mut self) -> io::Result<Option<Bytes>> {
         if self.trailers.is_some() {
             return Ok(None);
         }

@@ -26,6 +26,7 @@ use self::conditional::{Conditions, Outcome, Validators};
 use self::file_body::{FileChunks, CHUNK};
 use self::listing::Entry;
 use crate::body::Body;
+use crate::coding::{Accepted, Coding};
 use crate::response::{IntoResponse, Response};
 use crate::service::Service;
 use crate::{Error, Request};
@@ -57,7 +58,8 @@ const INDEX: &str = "index.html";
 /// segments, encoded slashes, backslashes or NULs are refused (400); dotfiles answer 404
 /// unless [`ServeDir::dotfiles`]; so does a symbolic link that leads out of the directory,
 /// unless [`ServeDir::follow_links_out`]. Files are read on volt-rt's blocking pool, never
-/// on a worker.
+/// on a worker. With [`ServeDir::precompressed`], a `name.br` or `name.gz` beside `name` is
+/// served in its place to clients that accept that coding.
 #[derive(Clone, Debug)]
 pub struct ServeDir {
     root: Arc<Path>,
@@ -69,6 +71,7 @@ struct Options {
     listing: bool,
     dotfiles: bool,
     follow_links_out: bool,
+    precompressed: bool,
 }
 
 impl ServeDir {
@@ -80,6 +83,7 @@ impl ServeDir {
                 listing: true,
                 dotfiles: false,
                 follow_links_out: false,
+                precompressed: false,
             },
         }
     }
@@ -109,6 +113,21 @@ impl ServeDir {
         self
     }
 
+    /// Whether compressed copies made ahead of time are served (default: no). On, a request
+    /// for `name` whose `Accept-Encoding` takes `br` or `gzip` (weights as RFC 9110 §12.5.3
+    /// says, br first on a tie) gets `name.br` or `name.gz` if such a regular file is beside
+    /// it (links checked as for `name`), with `Content-Encoding`, `name`'s `Content-Type`, and
+    /// the copy's own length, `Last-Modified` and `ETag` (the copy's tag, with `.br` or `.gz`
+    /// added, so it never equals another coding's). Conditional requests and ranges apply to
+    /// the copy: a range is a range of the compressed bytes. Every file answer then carries
+    /// `Vary: Accept-Encoding`. `name` itself must exist; a copy that cannot be opened is
+    /// passed over. Off by default: it costs a look-up per accepted coding, and a copy left
+    /// stale beside a changed `name` would be served.
+    pub fn precompressed(mut self, on: bool) -> ServeDir {
+        self.options.precompressed = on;
+        self
+    }
+
     async fn serve(&self, req: Request) -> Response {
         let method = req.method();
         if *method != Method::GET && *method != Method::HEAD {
@@ -130,6 +149,10 @@ impl ServeDir {
             as_dir: req.path().ends_with('/'),
             options: self.options,
             conditions: Conditions::of(&req),
+            accepted: match self.options.precompressed {
+                true => Accepted::of(&req),
+                false => Accepted::default(),
+            },
             head: *method == Method::HEAD,
             jail: None,
         };
@@ -155,6 +178,8 @@ struct Lookup {
     as_dir: bool,
     options: Options,
     conditions: Conditions,
+    /// The codings of precompressed copies the request accepts, best first.
+    accepted: Accepted,
     head: bool,
     /// The root with its links resolved, which every path must stay under (`None` when
     /// links may lead out).
@@ -182,6 +207,10 @@ struct FileAnswer {
     outcome: Outcome,
     /// The body, read with the lookup when it is at most one chunk.
     data: Option<bytes::Bytes>,
+    /// The coding of the precompressed copy served, if one is.
+    coding: Option<Coding>,
+    /// Answers depend on `Accept-Encoding` (precompressed copies are served).
+    vary: bool,
 }
 
 impl Lookup {
@@ -282,9 +311,12 @@ impl Lookup {
 
     /// The answer for the file at `path`, whose type is `name`'s.
     fn file(&self, path: &Path, name: &Path) -> Answer {
-        let file = match File::open(path) {
-            Ok(file) => file,
-            Err(e) => return failed(e),
+        let (file, coding) = match self.precompressed(path) {
+            Some((file, coding)) => (file, Some(coding)),
+            None => match File::open(path) {
+                Ok(file) => (file, None),
+                Err(e) => return failed(e),
+            },
         };
         // What the open file is, not what the path was a moment ago.
         let meta = match file.metadata() {
@@ -294,7 +326,13 @@ impl Lookup {
         };
         let len = meta.len();
         let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-        let validators = Validators::new(len, mtime, SystemTime::now());
+        let mut validators = Validators::new(len, mtime, SystemTime::now());
+        if let Some(coding) = coding {
+            // `"…-…"` → `"…-….gz"`: the copy's own tag, never another coding's (§8.8.3).
+            validators
+                .etag
+                .insert_str(validators.etag.len() - 1, extension(coding));
+        }
         let outcome = match conditional::evaluate(&self.conditions, Some(&validators), len) {
             Ok(outcome) => outcome,
             Err(message) => return Answer::BadField(message),
@@ -318,7 +356,31 @@ impl Lookup {
             validators,
             outcome,
             data,
+            coding,
+            vary: self.options.precompressed,
         })
+    }
+
+    /// The first precompressed copy of the file at `path` the request accepts, opened.
+    fn precompressed(&self, path: &Path) -> Option<(File, Coding)> {
+        if !self.options.precompressed {
+            return None;
+        }
+        self.accepted.iter().find_map(|coding| {
+            let mut copy = path.as_os_str().to_owned();
+            copy.push(extension(coding));
+            let copy = self.resolve(PathBuf::from(copy)).ok()?;
+            let file = File::open(copy).ok()?;
+            file.metadata().ok()?.is_file().then_some((file, coding))
+        })
+    }
+}
+
+/// The file name extension of a precompressed copy.
+fn extension(coding: Coding) -> &'static str {
+    match coding {
+        Coding::Gzip => ".gz",
+        Coding::Br => ".br",
     }
 }
 
@@ -402,6 +464,8 @@ impl FileAnswer {
             validators,
             outcome,
             data,
+            coding,
+            vary,
         } = self;
         let header = |v: String| HeaderValue::from_str(&v).expect("ASCII");
         let etag = (http::header::ETAG, header(validators.etag.clone()));
@@ -416,6 +480,17 @@ impl FileAnswer {
         let with = |mut r: Response, fields: Vec<(HeaderName, HeaderValue)>| {
             for (name, value) in fields {
                 r.append_header(name, value);
+            }
+            // On the copy's bytes, whole or a part; not on a 304 (no body) or a 416 (an
+            // error text).
+            let of_copy = matches!(r.status(), StatusCode::OK | StatusCode::PARTIAL_CONTENT);
+            if let Some(coding) = coding.filter(|_| of_copy) {
+                let token = HeaderValue::from_static(coding.token());
+                r.append_header(http::header::CONTENT_ENCODING, token);
+            }
+            if vary {
+                let accept_encoding = HeaderValue::from_static("Accept-Encoding");
+                r.append_header(http::header::VARY, accept_encoding);
             }
             r
         };

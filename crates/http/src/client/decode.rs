@@ -1,0 +1,118 @@
+//! Decompressing responses as their bodies are read (RFC 9110 §8.4).
+//!
+//! A request whose caller set no `Accept-Encoding` goes out with `Accept-Encoding: gzip, br`
+//! (unless [`ClientBuilder::decompress`](super::ClientBuilder::decompress) turned that off),
+//! and a response in one of those codings is decoded piece by piece as the caller reads it:
+//! its `Content-Encoding` and `Content-Length` (the compressed length) are taken out of the
+//! headers the caller sees, which then describe the body as read. A caller that sets
+//! `Accept-Encoding` itself asked for codings by hand, and gets the body as sent. A request
+//! with a `Range` asks for no coding: a part of a compressed form cannot be decoded alone.
+
+use std::io;
+
+use bytes::Bytes;
+use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, RANGE};
+use http::{HeaderMap, HeaderValue, StatusCode};
+
+use super::response::ClientBody;
+use crate::coding::decode::Decoder;
+use crate::coding::Coding;
+
+/// What the client asks for when the caller did not: every coding it decodes.
+const ACCEPTED: HeaderValue = HeaderValue::from_static("gzip, br");
+
+/// Adds `Accept-Encoding` to a request, unless decoding is off, the caller set one, or the
+/// request asks for a range: whether the responses are then to be decoded.
+pub(super) fn ask(headers: &mut HeaderMap, on: bool) -> bool {
+    if !on || headers.contains_key(ACCEPT_ENCODING) || headers.contains_key(RANGE) {
+        return false;
+    }
+    headers.insert(ACCEPT_ENCODING, ACCEPTED);
+    true
+}
+
+/// Decoding one response's body.
+pub(super) struct Decoding {
+    decoder: Decoder,
+    /// The compressed body has ended, and the coded stream with it.
+    ended: bool,
+    /// Decoding failed: every later read fails too, never looks like the end.
+    failed: bool,
+}
+
+/// The decoding a response's body needs, if it has a body in a coding the client asked for;
+/// then its `Content-Encoding` and `Content-Length` are removed from `headers`. A response
+/// to HEAD, a 1xx, 204 or 304 has no body: its headers stay as sent (they tell what a GET
+/// would get). Nor is a 206 decoded: a part of a coded form is no coded stream of its own. Several codings stacked (`gzip, br`), or one the client does not know, are
+/// left alone too: the caller gets the body and the header as they came.
+pub(super) fn start(
+    headers: &mut HeaderMap,
+    status: StatusCode,
+    head_request: bool,
+) -> Option<Box<Decoding>> {
+    let undecodable = status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+        || status == StatusCode::PARTIAL_CONTENT;
+    if head_request || undecodable {
+        return None;
+    }
+    let coding = {
+        let mut lines = headers.get_all(CONTENT_ENCODING).iter();
+        let (line, None) = (lines.next()?, lines.next()) else {
+            return None;
+        };
+        let mut tokens = volt_proto::list_elements(line.as_bytes());
+        let (token, None) = (tokens.next()?, tokens.next()) else {
+            return None;
+        };
+        Coding::from_token(token)?
+    };
+    headers.remove(CONTENT_ENCODING);
+    headers.remove(CONTENT_LENGTH);
+    Some(Box::new(Decoding {
+        decoder: Decoder::new(coding),
+        ended: false,
+        failed: false,
+    }))
+}
+
+impl Decoding {
+    /// Whether every decoded byte has been given out.
+    pub(super) fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// The next decoded piece (at most 32 KiB), reading compressed pieces off `body` as they
+    /// are needed; `None` at the end. A body that is not valid in its coding, or ends before
+    /// its coded stream does, is an `InvalidData` error.
+    pub(super) async fn chunk(&mut self, body: &mut ClientBody) -> io::Result<Option<Bytes>> {
+        if self.failed {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the body failed to decode",
+            ));
+        }
+        let next = self.next(body).await;
+        self.failed = next.is_err();
+        next
+    }
+
+    async fn next(&mut self, body: &mut ClientBody) -> io::Result<Option<Bytes>> {
+        loop {
+            if self.ended {
+                return Ok(None);
+            }
+            if let Some(out) = self.decoder.step()? {
+                return Ok(Some(out));
+            }
+            match body.chunk().await? {
+                Some(compressed) => self.decoder.feed(compressed),
+                None => {
+                    self.decoder.finish()?;
+                    self.ended = true;
+                }
+            }
+        }
+    }
+}
