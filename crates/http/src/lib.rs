@@ -88,7 +88,9 @@ mod ws;
 
 pub use body::{Body, BodySender, BodyStream};
 pub use cgi::Cgi;
-pub use client::{Client, ClientBuilder, ClientResponse, RequestBuilder};
+pub use client::{
+    Client, ClientBuilder, ClientResponse, HandshakeError, RequestBuilder, WebSocketBuilder,
+};
 pub use config::Config;
 pub use error::Error;
 pub use http::{header, HeaderName, HeaderValue, Method, StatusCode, Version};
