@@ -63,7 +63,10 @@ fn app() -> Router {
             "/moved",
             get(|_req| async {
                 let mut r = Response::new(StatusCode::MOVED_PERMANENTLY);
-                r.append_header(volt_http::header::LOCATION, HeaderValue::from_static("/echo"));
+                r.append_header(
+                    volt_http::header::LOCATION,
+                    HeaderValue::from_static("/echo"),
+                );
                 r
             }),
         )
@@ -91,14 +94,26 @@ fn text_and_binary_round_trip_and_the_client_closes() {
         // volt's server declines permessage-deflate unless told otherwise.
         assert_eq!(ws.deflate(), None);
         ws.send("hello").await.unwrap();
-        assert_eq!(ws.recv().await.unwrap(), Some(Message::Text("hello".into())));
-        let big: Bytes = (0..300_000u32).map(|i| (i * 7) as u8).collect::<Vec<_>>().into();
-        for msg in [Message::Binary(big), Message::Binary(Bytes::new()), "é".into()] {
+        assert_eq!(
+            ws.recv().await.unwrap(),
+            Some(Message::Text("hello".into()))
+        );
+        let big: Bytes = (0..300_000u32)
+            .map(|i| (i * 7) as u8)
+            .collect::<Vec<_>>()
+            .into();
+        for msg in [
+            Message::Binary(big),
+            Message::Binary(Bytes::new()),
+            "é".into(),
+        ] {
             ws.send(msg.clone()).await.unwrap();
             assert_eq!(ws.recv().await.unwrap(), Some(msg));
         }
         // A ping the server answers with a pong, which `recv` drops.
-        ws.send(Message::Ping(Bytes::from_static(b"p"))).await.unwrap();
+        ws.send(Message::Ping(Bytes::from_static(b"p")))
+            .await
+            .unwrap();
         ws.send("after the ping").await.unwrap();
         let next = ws.recv().await.unwrap();
         assert_eq!(next, Some(Message::Text("after the ping".into())));
@@ -135,7 +150,10 @@ fn subprotocols_are_offered_and_chosen() {
             .await
             .unwrap();
         assert_eq!(ws.protocol(), Some("v1.chat"));
-        assert_eq!(ws.recv().await.unwrap(), Some(Message::Text("v1.chat".into())));
+        assert_eq!(
+            ws.recv().await.unwrap(),
+            Some(Message::Text("v1.chat".into()))
+        );
         ws.close(1000, "").await.unwrap();
         // None in common: the server picks none, and the client goes on without one.
         let mut ws = client()
@@ -146,12 +164,16 @@ fn subprotocols_are_offered_and_chosen() {
             .unwrap();
         assert_eq!(ws.protocol(), None);
         assert_eq!(ws.recv().await.unwrap(), Some(Message::Text("none".into())));
+        ws.close(1000, "").await.unwrap();
         // Bad input is refused before connecting.
         let bad = client().websocket(&url).protocols(&["a b"]).connect().await;
         assert_eq!(bad.unwrap_err().kind(), io::ErrorKind::InvalidInput);
         let bad = client()
             .websocket(&url)
-            .header(volt_http::header::SEC_WEBSOCKET_KEY, HeaderValue::from_static("x"))
+            .header(
+                volt_http::header::SEC_WEBSOCKET_KEY,
+                HeaderValue::from_static("x"),
+            )
             .connect()
             .await;
         assert_eq!(bad.unwrap_err().kind(), io::ErrorKind::InvalidInput);
@@ -163,7 +185,9 @@ fn subprotocols_are_offered_and_chosen() {
 /// The handshake error inside `err`.
 fn handshake_error(err: &io::Error) -> &HandshakeError {
     let inner = err.get_ref().expect("an error with a source");
-    inner.downcast_ref::<HandshakeError>().expect("a HandshakeError")
+    inner
+        .downcast_ref::<HandshakeError>()
+        .expect("a HandshakeError")
 }
 
 #[test]
@@ -210,10 +234,7 @@ fn field<'h>(head: &'h str, name: &str) -> Option<&'h str> {
 /// A raw server that answers each handshake with `answer(key, head)` as its 101's extra
 /// lines (after `HTTP/1.1 101 ...` and before the blank line), then hands the connection to
 /// `then`.
-fn scripted_ws(
-    answer: fn(&str, &str) -> String,
-    then: fn(TcpStream, &str),
-) -> SocketAddr {
+fn scripted_ws(answer: fn(&str, &str) -> String, then: fn(TcpStream, &str)) -> SocketAddr {
     raw_server(move |mut s| {
         let head = read_head(&mut s);
         if head.is_empty() {
@@ -240,7 +261,10 @@ fn nothing(_: TcpStream, _: &str) {}
 fn a_bad_101_is_an_error() {
     let cases: [(fn(&str, &str) -> String, &str); 6] = [
         (
-            |_, _| "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: bm9wZQ==\r\n".into(),
+            |_, _| {
+                "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: bm9wZQ==\r\n"
+                    .into()
+            },
             "Sec-WebSocket-Accept does not match",
         ),
         (
@@ -274,13 +298,21 @@ fn a_bad_101_is_an_error() {
                 .await
                 .unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
-            assert_eq!(handshake_error(&err).status(), StatusCode::SWITCHING_PROTOCOLS);
+            assert_eq!(
+                handshake_error(&err).status(),
+                StatusCode::SWITCHING_PROTOCOLS
+            );
             assert!(err.to_string().contains(why), "{err} (wanted: {why})");
         });
     }
     // permessage-deflate accepted by a server the client did not offer it to.
     let addr = scripted_ws(
-        |key, _| format!("{}Sec-WebSocket-Extensions: permessage-deflate\r\n", good_101(key)),
+        |key, _| {
+            format!(
+                "{}Sec-WebSocket-Extensions: permessage-deflate\r\n",
+                good_101(key)
+            )
+        },
         nothing,
     );
     volt_rt::block_on(async move {
@@ -312,7 +344,11 @@ impl Peer {
 
     fn next(&mut self) -> Incoming {
         loop {
-            if let Some(m) = self.decoder.decode(&mut self.buf).expect("a valid client frame") {
+            if let Some(m) = self
+                .decoder
+                .decode(&mut self.buf)
+                .expect("a valid client frame")
+            {
                 return m;
             }
             let mut chunk = [0u8; 4096];
@@ -335,10 +371,15 @@ fn fragments_pings_and_masking_against_a_raw_server() {
         |key, _| good_101(key),
         |s, head| {
             assert!(field(head, "sec-websocket-version") == Some("13"));
-            let key = BASE64.decode(field(head, "sec-websocket-key").unwrap()).unwrap();
+            let key = BASE64
+                .decode(field(head, "sec-websocket-key").unwrap())
+                .unwrap();
             assert_eq!(key.len(), 16);
             // The offer a client makes by default.
-            assert_eq!(field(head, "sec-websocket-extensions"), Some("permessage-deflate"));
+            assert_eq!(
+                field(head, "sec-websocket-extensions"),
+                Some("permessage-deflate")
+            );
             let mut peer = Peer::new(s);
             // A fragmented text message with a ping between its fragments, sent in one write
             // with the 101 already out.
@@ -348,7 +389,10 @@ fn fragments_pings_and_masking_against_a_raw_server() {
             peer.send(true, Opcode::Continuation, b"ted");
             // The client answers the ping with a pong carrying its data, masked (the decoder
             // refuses unmasked frames).
-            assert_eq!(peer.next(), Incoming::Pong(Bytes::from_static(b"are you there")));
+            assert_eq!(
+                peer.next(),
+                Incoming::Pong(Bytes::from_static(b"are you there"))
+            );
             // Then echoes the message, and pings.
             let Incoming::Text(echo) = peer.next() else {
                 panic!("not text")
@@ -363,11 +407,17 @@ fn fragments_pings_and_masking_against_a_raw_server() {
         },
     );
     volt_rt::block_on(async move {
-        let mut ws = client().websocket(&ws_url(addr, "/")).connect().await.unwrap();
+        let mut ws = client()
+            .websocket(&ws_url(addr, "/"))
+            .connect()
+            .await
+            .unwrap();
         let msg = ws.recv().await.unwrap().unwrap();
         assert_eq!(msg, Message::Text("fragmented".into()));
         ws.send(msg).await.unwrap();
-        ws.send(Message::Ping(Bytes::from_static(b"ping"))).await.unwrap();
+        ws.send(Message::Ping(Bytes::from_static(b"ping")))
+            .await
+            .unwrap();
         ws.close(1000, "bye").await.unwrap();
         assert_eq!(ws.close_frame(), Some((1000, String::new())));
     });
@@ -386,7 +436,11 @@ fn a_masked_frame_from_the_server_fails_with_1002() {
         },
     );
     volt_rt::block_on(async move {
-        let mut ws = client().websocket(&ws_url(addr, "/")).connect().await.unwrap();
+        let mut ws = client()
+            .websocket(&ws_url(addr, "/"))
+            .connect()
+            .await
+            .unwrap();
         let err = ws.recv().await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert!(err.to_string().contains("server frame masked"), "{err}");
@@ -407,7 +461,10 @@ fn wss_round_trip_with_http1_by_alpn() {
         let url = format!("wss://localhost:{port}/echo");
         let mut ws = client.websocket(&url).connect().await.unwrap();
         ws.send("secure").await.unwrap();
-        assert_eq!(ws.recv().await.unwrap(), Some(Message::Text("secure".into())));
+        assert_eq!(
+            ws.recv().await.unwrap(),
+            Some(Message::Text("secure".into()))
+        );
         ws.close(1000, "").await.unwrap();
         // The close handshake: the server's echo came back before the TLS session ended.
         assert_eq!(ws.close_frame(), Some((1000, String::new())));

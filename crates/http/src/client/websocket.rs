@@ -99,7 +99,9 @@ impl WebSocketBuilder {
     pub fn protocols(mut self, protocols: &[&str]) -> Self {
         let token = |p: &&str| !p.is_empty() && p.bytes().all(is_tchar);
         if !protocols.iter().all(token) {
-            self.target = Err(invalid_input("a subprotocol must be a token (RFC 6455 §4.1)"));
+            self.target = Err(invalid_input(
+                "a subprotocol must be a token (RFC 6455 §4.1)",
+            ));
         }
         self.protocols = protocols.iter().map(|p| p.to_string()).collect();
         self
@@ -222,9 +224,8 @@ impl WebSocketBuilder {
             return Err(io::Error::other(fail(why)));
         }
         let checked = check_101(&headers, &key, &self.protocols, self.deflate.as_ref());
-        let (protocol, deflate) = checked.map_err(|why| {
-            io::Error::new(io::ErrorKind::InvalidData, fail(why.to_string()))
-        })?;
+        let (protocol, deflate) = checked
+            .map_err(|why| io::Error::new(io::ErrorKind::InvalidData, fail(why.to_string())))?;
         let level = self.deflate.map_or(0, |c| c.compression_level());
         let settings = Settings {
             role: Role::Client,
@@ -305,7 +306,10 @@ fn check_101(
     if upgrade.is_empty() || !upgrade.iter().all(|t| t.eq_ignore_ascii_case(b"websocket")) {
         return Err("no `Upgrade: websocket` in the 101".into());
     }
-    if !tokens(CONNECTION).iter().any(|t| t.eq_ignore_ascii_case(b"upgrade")) {
+    if !tokens(CONNECTION)
+        .iter()
+        .any(|t| t.eq_ignore_ascii_case(b"upgrade"))
+    {
         return Err("no `Connection: upgrade` in the 101".into());
     }
     let expected = crate::ws::accept_key(key.as_bytes());

@@ -28,7 +28,9 @@ impl Link {
     ) -> Poll<io::Result<usize>> {
         match self {
             Link::Server(t) => t.poll_read_bytes(cx, buf),
-            Link::Client(s) => tokio_util::io::poll_read_buf(Pin::new(&mut *s.borrow_mut()), cx, buf),
+            Link::Client(s) => {
+                tokio_util::io::poll_read_buf(Pin::new(&mut *s.borrow_mut()), cx, buf)
+            }
         }
     }
 
@@ -98,7 +100,9 @@ impl Masks {
             self.pool = random();
             self.next = 0;
         }
-        let key = self.pool[self.next..self.next + 4].try_into().expect("4 bytes");
+        let key = self.pool[self.next..self.next + 4]
+            .try_into()
+            .expect("4 bytes");
         self.next += 4;
         key
     }
