@@ -25,7 +25,7 @@ use http::header::{
     SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL, SEC_WEBSOCKET_VERSION, TRANSFER_ENCODING, UPGRADE,
 };
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version};
-use volt_proto::ws::{DeflateConfig, Role};
+use volt_proto::ws::{DeflateConfig, DeflateParams, Role};
 
 use super::conn::{invalid_data, invalid_input, timed_out, Conn, Connected};
 use super::{Client, Target};
@@ -286,15 +286,17 @@ async fn read_answer(
     }
 }
 
+/// What a 101 settled: the subprotocol, and permessage-deflate's parameters.
+type Agreed = (Option<String>, Option<DeflateParams>);
+
 /// RFC 6455 §4.1's checks of a 101 (points 2 to 6 of "the client MUST validate"): the chosen
 /// subprotocol, and permessage-deflate's parameters if it was agreed.
-#[allow(clippy::type_complexity)]
 fn check_101(
     headers: &HeaderMap,
     key: &str,
     offered: &[String],
     deflate: Option<&DeflateConfig>,
-) -> Result<(Option<String>, Option<volt_proto::ws::DeflateParams>), String> {
+) -> Result<Agreed, String> {
     let tokens = |name| {
         headers
             .get_all(name)
