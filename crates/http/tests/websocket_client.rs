@@ -231,6 +231,9 @@ fn field<'h>(head: &'h str, name: &str) -> Option<&'h str> {
     })
 }
 
+/// The extra lines of a 101 for a key and the request head.
+type Answer = fn(&str, &str) -> String;
+
 /// A raw server that answers each handshake with `answer(key, head)` as its 101's extra
 /// lines (after `HTTP/1.1 101 ...` and before the blank line), then hands the connection to
 /// `then`.
@@ -259,7 +262,7 @@ fn nothing(_: TcpStream, _: &str) {}
 
 #[test]
 fn a_bad_101_is_an_error() {
-    let cases: [(fn(&str, &str) -> String, &str); 6] = [
+    let cases: [(Answer, &str); 6] = [
         (
             |_, _| {
                 "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: bm9wZQ==\r\n"
