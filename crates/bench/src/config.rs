@@ -12,18 +12,20 @@ use volt_proto::{Method, ResponseHead};
 use crate::h2::H2Request;
 use crate::request::{check_header, encode, EncodedRequest, RequestLine};
 use crate::target::Url;
+use crate::tls::TlsSetup;
 use crate::Error;
 
-/// The wire protocol spoken on each connection, each with its own connection driver. TLS is
-/// meant to come as more variants.
+/// The wire protocol spoken on each connection, each with its own connection driver. Either
+/// runs over TCP or, for `https://` URLs, TLS.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Protocol {
     /// HTTP/1.1 over TCP, with keep-alive and optional pipelining.
     #[default]
     Http1,
-    /// HTTP/2 over cleartext TCP with prior knowledge (h2c, RFC 9113 §3.3): up to
-    /// [`streams`](ConfigBuilder::streams) requests in flight on each connection.
+    /// HTTP/2: up to [`streams`](ConfigBuilder::streams) requests in flight on each
+    /// connection. Over cleartext TCP with prior knowledge (h2c, RFC 9113 §3.3); over TLS the
+    /// server must choose `h2` by ALPN (§3.2), or the connect fails.
     Http2,
 }
 
@@ -519,9 +521,11 @@ impl ConfigBuilder {
             let url = Url::parse(&line.url)?;
             if let Some(first) = urls.first() {
                 let first: &Url = first;
-                if (first.host.as_str(), first.port) != (url.host.as_str(), url.port) {
+                if (first.host.as_str(), first.port, first.tls)
+                    != (url.host.as_str(), url.port, url.tls)
+                {
                     return Err(Error::config(format!(
-                        "all URLs must go to one host and port: {} and {} differ",
+                        "all URLs must go to one scheme, host and port: {} and {} differ",
                         first.host_port(),
                         url.host_port()
                     )));
@@ -538,6 +542,13 @@ impl ConfigBuilder {
             urls.push(url);
         }
         let addrs = urls[0].resolve()?;
+        let tls = match urls[0].tls {
+            true => Some(
+                TlsSetup::new(&urls[0].host, b.protocol)
+                    .map_err(|e| Error::url(&b.requests[0].url, format!("TLS: {e}")))?,
+            ),
+            false => None,
+        };
 
         let threads = b
             .threads
@@ -564,6 +575,7 @@ impl ConfigBuilder {
             inspect: b.inspect,
             protocol: b.protocol,
             streams: b.streams,
+            tls,
         })
     }
 }
@@ -598,6 +610,8 @@ pub struct Config {
     pub(crate) inspect: Option<InspectFn>,
     pub(crate) protocol: Protocol,
     pub(crate) streams: usize,
+    /// `https://` targets.
+    pub(crate) tls: Option<TlsSetup>,
 }
 
 impl fmt::Debug for Config {

@@ -6,8 +6,8 @@
 //! - [`Config`] (made by [`Config::builder`]) says what to send and how: URLs (round robin),
 //!   method, headers, body; connections and threads; a duration or a request count; pipelining;
 //!   a constant [`rate`](ConfigBuilder::rate); a [`Sweep`] over rates or connection counts; the
-//!   [`Protocol`]: HTTP/1.1, or HTTP/2 with prior knowledge with
-//!   [`streams`](ConfigBuilder::streams) in flight per connection.
+//!   [`Protocol`]: HTTP/1.1, or HTTP/2 with [`streams`](ConfigBuilder::streams) in flight per
+//!   connection (with prior knowledge on `http://`, by ALPN on `https://`, which is TLS).
 //! - [`run`] executes it on one volt-rt worker per thread and returns a [`Report`]: requests/s,
 //!   bytes, errors by kind, status counts and latency percentiles per [`Level`]. The report is
 //!   `serde`-serializable, prints a summary with `Display`, and renders an HTML page with
@@ -47,7 +47,7 @@
 //! # Layout
 //!
 //! - `config`, `target`, `request`: settings, URLs, requests encoded into a ring of wire bytes.
-//! - `h1`: the sans-I/O HTTP/1.1 response reader. `transport`: the byte stream (TCP; TLS later).
+//! - `h1`: the sans-I/O HTTP/1.1 response reader. `transport`: the byte stream (TCP), `tls`: TLS for `https://`.
 //! - `driver`: the one module that joins them: runs a connection slot's exchanges.
 //! - `h2`: HTTP/2 with prior knowledge: header blocks, the stream table, the sans-I/O client
 //!   connection, and its own driver (concurrent streams per connection).
@@ -69,6 +69,7 @@ mod report;
 mod request;
 mod stats;
 mod target;
+mod tls;
 mod transport;
 mod worker;
 
@@ -238,6 +239,7 @@ fn run_level(
         inspect: config.inspect.clone(),
         stop_on_signal: config.stop_on_signal,
         protocol: config.protocol,
+        tls: config.tls.clone(),
         budget: Budget::new(config.stop),
         collector,
         barrier: Barrier::new(workers),
@@ -351,9 +353,11 @@ fn run_info(config: &Config) -> RunInfo {
         threads: config.threads.min(config.connections),
         pipeline: config.pipeline,
         keepalive: config.keepalive,
-        protocol: match config.protocol {
-            Protocol::Http1 => "http/1.1",
-            Protocol::Http2 => "h2c",
+        protocol: match (config.protocol, config.tls.is_some()) {
+            (Protocol::Http1, false) => "http/1.1",
+            (Protocol::Http1, true) => "http/1.1+tls",
+            (Protocol::Http2, false) => "h2c",
+            (Protocol::Http2, true) => "h2",
         }
         .into(),
         streams: config.streams,

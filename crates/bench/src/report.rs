@@ -47,7 +47,8 @@ pub struct RunInfo {
     pub pipeline: usize,
     /// Connections reused.
     pub keepalive: bool,
-    /// `http/1.1`, or `h2c` (HTTP/2 with prior knowledge).
+    /// `http/1.1`, `http/1.1+tls`, `h2c` (HTTP/2 with prior knowledge) or `h2` (over TLS,
+    /// chosen by ALPN).
     pub protocol: String,
     /// HTTP/2: the most streams in flight per connection (`--streams`); 1 for HTTP/1.1.
     pub streams: usize,
@@ -350,9 +351,13 @@ impl Report {
             _ if run.pipeline > 1 => parts.push(format!("closed loop, pipeline {}", run.pipeline)),
             _ => parts.push("closed loop".into()),
         }
-        if run.protocol == "h2c" {
+        if run.protocol == "http/1.1+tls" {
+            parts.push("TLS".into());
+        }
+        if run.protocol.starts_with("h2") {
             parts.push(format!(
-                "h2c, {} stream{} per connection",
+                "{}, {} stream{} per connection",
+                run.protocol,
                 group(run.streams as u64),
                 if run.streams == 1 { "" } else { "s" }
             ));

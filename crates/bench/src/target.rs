@@ -1,11 +1,11 @@
-//! Where the load goes: `http://` URLs split into the address to connect to and the request
+//! Where the load goes: `http://` and `https://` URLs split into the address to connect to and the request
 //! target to send.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
 use crate::Error;
 
-/// A parsed `http://host[:port][/path][?query]` URL.
+/// A parsed `http[s]://host[:port][/path][?query]` URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Url {
     /// `host` or `host:port` as written (IPv6 hosts keep their brackets): the `Host` header.
@@ -15,22 +15,19 @@ pub(crate) struct Url {
     pub port: u16,
     /// Path and query, at least `/`.
     pub target: String,
+    /// `https://`: the connection is TLS.
+    pub tls: bool,
 }
 
 impl Url {
     pub(crate) fn parse(url: &str) -> Result<Url, Error> {
-        let rest = match url.split_once("://") {
-            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
-            Some((scheme, _)) if scheme.eq_ignore_ascii_case("https") => {
-                return Err(Error::url(
-                    url,
-                    "https is not supported yet (TLS is planned)",
-                ))
-            }
+        let (tls, rest) = match url.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (false, rest),
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (true, rest),
             Some((scheme, _)) => {
                 return Err(Error::url(url, format!("unsupported scheme `{scheme}`")))
             }
-            None => return Err(Error::url(url, "must start with http://")),
+            None => return Err(Error::url(url, "must start with http:// or https://")),
         };
         // The fragment is never sent.
         let rest = rest.split('#').next().unwrap_or_default();
@@ -56,8 +53,9 @@ impl Url {
         Ok(Url {
             authority: authority.to_string(),
             host: host.to_string(),
-            port: port.unwrap_or(80),
+            port: port.unwrap_or(if tls { 443 } else { 80 }),
             target,
+            tls,
         })
     }
 
@@ -130,13 +128,18 @@ mod tests {
 
         let u = Url::parse("http://example.com?q=1").unwrap();
         assert_eq!(u.target, "/?q=1");
+        assert!(!u.tls);
+
+        let u = Url::parse("https://localhost/x").unwrap();
+        assert_eq!((u.port, u.target.as_str(), u.tls), (443, "/x", true));
+        let u = Url::parse("HTTPS://[::1]:8443").unwrap();
+        assert_eq!((u.port, u.tls), (8443, true));
     }
 
     #[test]
     fn rejects_what_it_cannot_send() {
         for bad in [
             "127.0.0.1:8080/",
-            "https://example.com/",
             "ftp://example.com/",
             "http://",
             "http://host:notaport/",
@@ -149,7 +152,7 @@ mod tests {
             let err = Url::parse(bad).unwrap_err();
             assert!(err.is_usage(), "{bad}: {err}");
         }
-        let err = Url::parse("https://x/").unwrap_err().to_string();
-        assert!(err.contains("https is not supported yet"), "{err}");
+        let err = Url::parse("ftp://x/").unwrap_err().to_string();
+        assert!(err.contains("unsupported scheme `ftp`"), "{err}");
     }
 }

@@ -1,12 +1,13 @@
-//! The byte stream under a protocol. TCP now; a TLS stream is meant to implement the same trait
-//! (wrapping a `TcpStream`), so the HTTP/1 and HTTP/2 drivers run over it unchanged.
+//! The byte stream under a protocol: TCP here, TLS in `tls.rs`. The HTTP/1 and HTTP/2 drivers
+//! run over either unchanged.
 
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
 use std::task::{Context, Poll};
 
 use volt_rt::net::TcpStream;
+
+use crate::worker::Plan;
 
 /// A connected byte stream on the current worker.
 ///
@@ -16,8 +17,8 @@ use volt_rt::net::TcpStream;
 /// `async fn` wrapper is one more state machine to build and poll on every read (twice: once
 /// to wait, once to copy), about 60 instructions a response.
 pub(crate) trait Transport: Sized {
-    /// Opens a stream to `addr`.
-    async fn connect(addr: SocketAddr) -> io::Result<Self>;
+    /// Opens a stream to the run's server.
+    async fn connect(plan: &Plan) -> io::Result<Self>;
 
     /// Reads into `buf`, waiting for data; `Ok(0)` means the peer closed.
     fn read<'a>(&'a self, buf: &'a mut [u8]) -> impl Future<Output = io::Result<usize>> + 'a;
@@ -36,8 +37,8 @@ pub(crate) trait Transport: Sized {
 }
 
 impl Transport for TcpStream {
-    async fn connect(addr: SocketAddr) -> io::Result<Self> {
-        let stream = TcpStream::connect(addr).await?;
+    async fn connect(plan: &Plan) -> io::Result<Self> {
+        let stream = TcpStream::connect(plan.addr).await?;
         // Requests are written whole; Nagle would only delay a request written after a short
         // write.
         stream.set_nodelay(true)?;

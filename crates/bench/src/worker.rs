@@ -27,6 +27,7 @@ use crate::config::{InspectFn, Protocol, Stop};
 use crate::driver;
 use crate::request::RequestRing;
 use crate::stats::{micros, ErrorKind, Latencies, Recorder};
+use crate::tls::{TlsSetup, TlsStream};
 use crate::transport::Transport;
 
 /// How often the controller sends interval histograms.
@@ -57,6 +58,8 @@ pub(crate) struct Plan {
     pub inspect: Option<InspectFn>,
     pub stop_on_signal: bool,
     pub protocol: Protocol,
+    /// `https://` targets: how connections are opened.
+    pub tls: Option<TlsSetup>,
     pub budget: Budget,
     pub collector: Option<mpsc::Sender<Msg>>,
     /// Workers connect their slots, then meet here; the last one in fixes the start time.
@@ -199,8 +202,9 @@ impl WorkerResult {
 
 /// Runs worker `worker` of a level to its end.
 pub(crate) async fn run(plan: Arc<Plan>, worker: usize) -> WorkerResult {
-    match plan.protocol {
-        Protocol::Http1 | Protocol::Http2 => run_with::<TcpStream>(plan, worker).await,
+    match (plan.protocol, &plan.tls) {
+        (Protocol::Http1 | Protocol::Http2, None) => run_with::<TcpStream>(plan, worker).await,
+        (Protocol::Http1 | Protocol::Http2, Some(_)) => run_with::<TlsStream>(plan, worker).await,
     }
 }
 
@@ -224,9 +228,9 @@ async fn run_with<T: Transport + 'static>(plan: Arc<Plan>, worker: usize) -> Wor
             if !(plan.keepalive || index == 0) {
                 return FirstConn::None;
             }
-            let (addr, timeout) = (plan.addr, plan.timeout);
+            let plan = plan.clone();
             FirstConn::Opening(Opening(volt_rt::spawn(async move {
-                match volt_rt::time::timeout(timeout, T::connect(addr)).await {
+                match volt_rt::time::timeout(plan.timeout, T::connect(&plan)).await {
                     Ok(result) => result,
                     Err(elapsed) => Err(elapsed.into()),
                 }
@@ -752,6 +756,7 @@ mod tests {
             inspect: None,
             stop_on_signal: false,
             protocol: Protocol::Http1,
+            tls: None,
             budget: Budget::new(config.stop),
             collector: None,
             barrier: Barrier::new(1),

@@ -21,8 +21,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Load-test an HTTP/1.1 or HTTP/2 (h2c) server: closed loop (like wrk, or h2load with
-    /// --h2), constant rate with latency corrected for coordinated omission (like wrk2), or a
+    /// Load-test an HTTP/1.1 or HTTP/2 server, over TCP or TLS: closed loop (like wrk, or
+    /// h2load with --h2), constant rate with latency corrected for coordinated omission (like wrk2), or a
     /// sweep over rates or connections.
     Bench(Box<BenchArgs>),
     /// Serve a directory's files over HTTP/1.1 and HTTP/2 (h2c): conditional requests, byte
@@ -38,9 +38,12 @@ Examples:
   volt bench -c 32 --rate 20k -d 30s http://127.0.0.1:8080/json
   volt bench -c 64 --sweep rate=10k,20k,40k --html sweep.html http://127.0.0.1:8080/
   volt bench -n 10000 --no-keepalive -c 32 http://127.0.0.1:8080/
-  volt bench --h2 -c 16 --streams 32 -d 10s http://127.0.0.1:8080/plaintext")]
+  volt bench --h2 -c 16 --streams 32 -d 10s http://127.0.0.1:8080/plaintext
+  volt bench --h2 -c 16 --streams 32 -d 10s https://127.0.0.1:8443/plaintext
+
+https:// URLs are loaded over TLS (the certificate is not verified, as wrk and h2load do not).")]
 struct BenchArgs {
-    /// URLs to load, in round robin (all on one host and port)
+    /// URLs to load, in round robin (all on one scheme, host and port)
     #[arg(value_name = "URL", required_unless_present = "request_list")]
     urls: Vec<String>,
 
@@ -82,7 +85,8 @@ struct BenchArgs {
     #[arg(long)]
     no_keepalive: bool,
 
-    /// HTTP/2 with prior knowledge (h2c) on an http:// URL, like h2load
+    /// HTTP/2, like h2load: with prior knowledge (h2c) on an http:// URL, chosen by ALPN on
+    /// an https:// one
     #[arg(long)]
     h2: bool,
 

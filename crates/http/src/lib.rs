@@ -65,8 +65,9 @@
 //! control), `ws` (WebSocket: the server's handshake, and the session at either end on the
 //! transport the HTTP/1 connection hands over or the client opened; frames and
 //! permessage-deflate are `volt_proto::ws`'s), `client` (the client; `client::websocket` is
-//! its WebSocket handshake), `request` / `response` / `body`,
-//! `router`, `service`, `static_files` (`ServeDir`), `cgi` (the CGI gateway: script lookup,
+//! its WebSocket handshake), `request` / `response` / `body`, `router`, `service`,
+//! `middleware` (`wrap`: an async function around a service), `static_files` (`ServeDir`),
+//! `cgi` (the CGI gateway: script lookup,
 //! meta-variables, the process and its pipes, the script's header block), `config`, `error`.
 //! HTTP/1 parsing and encoding live in `volt-proto`.
 #![forbid(unsafe_code)]
@@ -79,6 +80,7 @@ mod conn;
 mod error;
 mod h2;
 mod json;
+mod middleware;
 mod request;
 mod response;
 mod router;
@@ -98,6 +100,7 @@ pub use client::{
 pub use config::Config;
 pub use error::Error;
 pub use http::{header, HeaderName, HeaderValue, Method, StatusCode, Version};
+pub use middleware::{wrap, Next, Wrap};
 pub use request::{Request, RequestBody};
 pub use response::{IntoResponse, Json, Response};
 pub use router::{any, delete, get, options, patch, post, put, MethodRouter, Router};

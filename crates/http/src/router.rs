@@ -5,7 +5,6 @@
 //! literal segment before a parameter before a catch-all, so `/users/me` wins over
 //! `/users/{id}` whatever order they were added in.
 
-use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -15,7 +14,7 @@ use std::task::{Context, Poll};
 use http::{HeaderValue, Method, StatusCode};
 use smallvec::SmallVec;
 
-use crate::request::{Param, Params};
+use crate::request::{Param, Params, SharedState};
 use crate::response::{IntoResponse, Response};
 use crate::running::{Handler, Running};
 use crate::service::Service;
@@ -52,7 +51,7 @@ pub struct Router {
     /// most requests of most apps end here.
     exact: Vec<(Box<str>, Endpoint)>,
     root: Node,
-    state: Option<Arc<dyn Any + Send + Sync>>,
+    state: Option<SharedState>,
 }
 
 #[derive(Default)]
@@ -263,7 +262,7 @@ impl Router {
 
     /// Shares `state` with every handler, read back with [`Request::state`].
     pub fn state<T: Send + Sync + 'static>(mut self, state: T) -> Router {
-        self.state = Some(Arc::new(state));
+        self.state = Some(Arc::new(Box::new(Arc::new(state))));
         self
     }
 

@@ -254,14 +254,48 @@ fn statuses(frames: &[Frame], id: u32) -> Vec<String> {
 
 /// `POST /path` on stream 1 with `Expect: 100-continue` (a literal field), no body yet.
 fn expect_continue_request(path: &[u8]) -> Vec<u8> {
+    expect_request(path, b"100-continue")
+}
+
+/// `POST /path` on stream 1 with `Expect: value` (a literal field), no body yet.
+fn expect_request(path: &[u8], value: &[u8]) -> Vec<u8> {
     let mut block = block_for(POST, path);
     block.extend_from_slice(&[0x00, 6]);
     block.extend_from_slice(b"expect");
-    block.push(12);
-    block.extend_from_slice(b"100-continue");
+    block.push(value.len() as u8);
+    block.extend_from_slice(value);
     let mut bytes = client_start();
     bytes.extend(frame(HEADERS, END_HEADERS, 1, &block));
     bytes
+}
+
+/// An expectation other than 100-continue got no 417 on HTTP/2 (HTTP/1 answers it so): the
+/// handler ran as if the field were not there. RFC 9110 §10.1.1: a server that receives an
+/// Expect it cannot meet answers 417. A list naming 100-continue twice is still met.
+#[test]
+fn other_expectations_are_answered_with_417() {
+    for (value, status) in [
+        (&b"something-else"[..], "417"),
+        (b"100-continue, foo", "417"),
+        // Met: the handler answers without reading the body, so no 100, only the answer.
+        (b"100-Continue, 100-continue", "200"),
+    ] {
+        let (_server, mut tcp) = start(Arc::new(AtomicBool::new(true)));
+        tcp.write_all(&expect_request(b"/unread", value)).unwrap();
+        let mut buf = Vec::new();
+        let first = loop {
+            let f = next_frame(&mut tcp, &mut buf);
+            if f.2 == 1 {
+                break f;
+            }
+        };
+        assert_eq!(
+            statuses(&[first], 1),
+            [status],
+            "{}",
+            String::from_utf8_lossy(value)
+        );
+    }
 }
 
 /// `Expect: 100-continue` on HTTP/2 got no 100: a client that waits for it before sending

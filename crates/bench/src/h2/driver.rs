@@ -92,7 +92,7 @@ pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: 
             Some(c) => c,
             None => {
                 slot.connecting.set(true);
-                let result = T::connect(plan.addr).await;
+                let result = T::connect(plan).await;
                 slot.connecting.set(false);
                 match result {
                     Ok(c) => {

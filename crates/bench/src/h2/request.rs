@@ -56,7 +56,8 @@ impl H2Request {
             encoder.field(name, value, indexing, block);
         };
         field(b":method", method.as_str().as_bytes(), &mut block);
-        field(b":scheme", b"http", &mut block);
+        let scheme: &[u8] = if url.tls { b"https" } else { b"http" };
+        field(b":scheme", scheme, &mut block);
         field(b":authority", authority.as_bytes(), &mut block);
         field(b":path", url.target.as_bytes(), &mut block);
         for (name, value) in headers {

@@ -20,6 +20,7 @@ pub struct Calls {
 
 pub struct VoltServer {
     pub addr: SocketAddr,
+    scheme: &'static str,
     pub calls: Arc<Calls>,
     handle: ServerHandle,
     thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
@@ -28,6 +29,21 @@ pub struct VoltServer {
 /// Serves `/` (200, `Hello, World!`), `/slow` (the same after `delay`, counting how many run at
 /// once), `/503`; anything else is the router's 404.
 pub fn start(config: Config, delay: Duration) -> VoltServer {
+    start_with(config, delay, None)
+}
+
+/// [`start`] over TLS, with a self-signed certificate for `localhost` made now; HTTP/2 or
+/// HTTP/1.1 by ALPN.
+pub fn start_tls(config: Config, delay: Duration) -> VoltServer {
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
+        .expect("generating a test certificate");
+    let (cert, key) = (made.cert.pem(), made.key_pair.serialize_pem());
+    let key = volt_http::CertKey::from_pem(cert.as_bytes(), key.as_bytes()).unwrap();
+    let tls = volt_http::TlsConfig::new(key).build().unwrap();
+    start_with(config, delay, Some(tls))
+}
+
+fn start_with(config: Config, delay: Duration, tls: Option<volt_http::Tls>) -> VoltServer {
     let calls = Arc::new(Calls::default());
     let (c1, c2, c3) = (calls.clone(), calls.clone(), calls.clone());
     let app = Router::new()
@@ -64,11 +80,17 @@ pub fn start(config: Config, delay: Duration) -> VoltServer {
         .workers(1)
         .handle_signals(false)
         .config(config);
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let server = match tls {
+        Some(tls) => server.tls(tls),
+        None => server,
+    };
     let addr = server.local_addr();
     let handle = server.handle();
     let thread = std::thread::spawn(move || server.serve(app));
     VoltServer {
         addr,
+        scheme,
         calls,
         handle,
         thread: Some(thread),
@@ -77,7 +99,7 @@ pub fn start(config: Config, delay: Duration) -> VoltServer {
 
 impl VoltServer {
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+        format!("{}://{}{path}", self.scheme, self.addr)
     }
 
     pub fn calls(&self) -> usize {

@@ -47,15 +47,20 @@ pub(super) enum Continue {
 }
 
 impl Continue {
-    /// What a request head with `fields` expects.
-    pub(super) fn of(head: &volt_proto::h2::server::Head) -> Continue {
-        let expects = head.fields.iter().any(|f| {
-            head.get(f.name) == b"expect" && head.get(f.value).eq_ignore_ascii_case(b"100-continue")
-        });
-        match expects {
-            true => Continue::Expected,
-            false => Continue::Nothing,
+    /// What a request head expects: `Err` if its `Expect` lists anything but `100-continue`,
+    /// the only expectation HTTP defines, which the server answers with 417 as on HTTP/1 (RFC
+    /// 9110 §10.1.1).
+    pub(super) fn of(head: &volt_proto::h2::server::Head) -> Result<Continue, ()> {
+        let mut expect = Continue::Nothing;
+        for f in head.fields.iter().filter(|f| head.get(f.name) == b"expect") {
+            for member in volt_proto::list_elements(head.get(f.value)) {
+                match member.eq_ignore_ascii_case(b"100-continue") {
+                    true => expect = Continue::Expected,
+                    false => return Err(()),
+                }
+            }
         }
+        Ok(expect)
     }
 }
 

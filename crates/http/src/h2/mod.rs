@@ -335,6 +335,7 @@ where
     fn on_request(&mut self, id: u32, end_stream: bool, cx: &mut Context<'_>) {
         let config = &self.worker.config;
         let head = self.conn.head();
+        let expect = Continue::of(head);
         let inbox = (!end_stream).then(|| {
             Rc::new(RefCell::new(Inbox {
                 chunks: VecDeque::new(),
@@ -342,7 +343,7 @@ where
                 consumed: 0,
                 reader: None,
                 conn: cx.waker().clone(),
-                expect: Continue::of(head),
+                expect: expect.unwrap_or(Continue::Nothing),
             }))
         });
         let is_head = head.get(head.method) == b"HEAD";
@@ -357,7 +358,14 @@ where
             drain_deadline: None,
             stalled_since: None,
         };
-        let response = match to_request(head, inbox, self.remote, config) {
+        let request = match expect {
+            Ok(_) => to_request(head, inbox, self.remote, config),
+            Err(()) => Err(Error::new(
+                StatusCode::EXPECTATION_FAILED,
+                "unsupported expectation (only 100-continue is)",
+            )),
+        };
+        let response = match request {
             Err(e) => e.into_response(),
             Ok((req, parts)) => {
                 task.parts = Some(parts);

@@ -20,15 +20,16 @@ pub struct Decoder {
 }
 
 /// A string literal's bytes: in the block (raw) or in the scratch buffer (Huffman-decoded).
+/// QPACK's decoder keeps its literals the same way.
 #[derive(Clone, Copy)]
-enum Text<'b> {
+pub(crate) enum Text<'b> {
     Bytes(&'b [u8]),
     /// `scratch[from..to]`.
     Scratch(usize, usize),
 }
 
 impl<'b> Text<'b> {
-    fn get<'a>(self, scratch: &'a [u8]) -> &'a [u8]
+    pub(crate) fn get<'a>(self, scratch: &'a [u8]) -> &'a [u8]
     where
         'b: 'a,
     {

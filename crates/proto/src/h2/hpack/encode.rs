@@ -239,9 +239,9 @@ fn literal(
 }
 
 /// Appends `value` as an integer with an `n`-bit prefix (RFC 7541 §5.1), the first byte's
-/// other bits being `pattern`.
+/// other bits being `pattern`. QPACK's integers are the same (RFC 9204 §4.1.1).
 #[inline]
-fn integer(dst: &mut Vec<u8>, pattern: u8, n: u32, value: usize) {
+pub(crate) fn integer(dst: &mut Vec<u8>, pattern: u8, n: u32, value: usize) {
     let max_prefix = (1usize << n) - 1;
     if value < max_prefix {
         dst.push(pattern | value as u8);

@@ -46,7 +46,8 @@
 
 mod decode;
 mod encode;
-mod huffman;
+// Shared with QPACK (`h3::qpack`), which uses the same code (RFC 9204 §4.1.2).
+pub(crate) mod huffman;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -54,6 +55,8 @@ mod tests;
 use std::fmt;
 
 pub use decode::Decoder;
+pub(crate) use decode::Text;
+pub(crate) use encode::integer;
 pub use encode::{Encoder, Indexing};
 
 /// Why a header block could not be decoded.
