@@ -22,7 +22,9 @@
 //!   or HTTP/1.1 as ALPN chooses. Handlers do not change.
 //! - WebSocket (RFC 6455) on HTTP/1.1, plain or TLS: [`Request::websocket`] checks the
 //!   handshake, [`WebSocketUpgrade::on_upgrade`] answers 101 and runs a session on the
-//!   connection, where a [`WebSocket`] receives and sends [`Message`]s.
+//!   connection, where a [`WebSocket`] receives and sends [`Message`]s; the client's
+//!   [`Client::websocket`] opens the same [`WebSocket`], in the client's role. Both ends speak
+//!   permessage-deflate (RFC 7692) when configured with a [`DeflateConfig`].
 //! - [`ServeDir`] serves a directory's files (validators, conditional requests, byte ranges,
 //!   index pages and listings), as the whole app or mounted with [`Router::route_service`].
 //! - [`Client`] makes HTTP/1.1 and HTTP/2 requests over TCP or TLS from a worker, keeps
@@ -62,11 +64,13 @@
 //! module touching both socket and codec), `transport` (plain TCP or TLS under `conn`), `tls`
 //! (rustls configuration and the TLS accept path), `h2` (volt-proto's HTTP/2 connection driven
 //! on the same transport: handlers polled inline, request and response bodies under flow
-//! control), `ws` (WebSocket: the handshake, and the session on the transport the HTTP/1
-//! connection hands over; frames are `volt_proto::ws`'s), `request` / `response` / `body`,
-//! `router`, `service`, `middleware` (`wrap`: an async function around a service),
-//! `static_files` (`ServeDir`), `coding` (content codings: negotiation, the compressors, a
-//! bounded sans-I/O decompressor), `compress` (the `Compress` wrapper), `cgi` (the CGI gateway: script lookup,
+//! control), `ws` (WebSocket: the server's handshake, and the session at either end on the
+//! transport the HTTP/1 connection hands over or the client opened; frames and
+//! permessage-deflate are `volt_proto::ws`'s), `client` (the client; `client::websocket` is
+//! its WebSocket handshake), `request` / `response` / `body`, `router`, `service`,
+//! `middleware` (`wrap`: an async function around a service), `static_files` (`ServeDir`),
+//! `coding` (content codings: negotiation, the compressors, a bounded sans-I/O
+//! decompressor), `compress` (the `Compress` wrapper), `cgi` (the CGI gateway: script lookup,
 //! meta-variables, the process and its pipes, the script's header block), `config`, `error`.
 //! HTTP/1 parsing and encoding live in `volt-proto`.
 #![forbid(unsafe_code)]
@@ -95,7 +99,9 @@ mod ws;
 
 pub use body::{Body, BodySender, BodyStream};
 pub use cgi::Cgi;
-pub use client::{Client, ClientBuilder, ClientResponse, RequestBuilder};
+pub use client::{
+    Client, ClientBuilder, ClientResponse, HandshakeError, RequestBuilder, WebSocketBuilder,
+};
 pub use compress::Compress;
 pub use config::Config;
 pub use error::Error;
@@ -108,4 +114,5 @@ pub use server::{Server, ServerHandle};
 pub use service::{service_fn, Service, ServiceFn};
 pub use static_files::ServeDir;
 pub use tls::{CertKey, Tls, TlsConfig};
+pub use volt_proto::ws::{DeflateConfig, DeflateParams};
 pub use ws::{Message, WebSocket, WebSocketUpgrade};

@@ -2,11 +2,12 @@
 //!
 //! `cargo run --release -p volt --example websocket` then, with any WebSocket client,
 //! `websocat ws://127.0.0.1:8080/echo` (or `wss://` with `-- --tls-cert FILE --tls-key FILE`).
-//! `/chat` shows the options: a subprotocol, a message size limit and an idle timeout.
+//! `/chat` shows the options: a subprotocol, a message size limit, an idle timeout and
+//! permessage-deflate (which browsers offer).
 
 use std::time::Duration;
 
-use volt::{get, Error, Message, Request, Response, Router, Server, WebSocket};
+use volt::{get, DeflateConfig, Error, Message, Request, Response, Router, Server, WebSocket};
 
 #[path = "common/tls.rs"]
 mod tls;
@@ -25,7 +26,8 @@ async fn chat(req: Request) -> Result<Response, Error> {
         .websocket()?
         .protocols(&["echo.v1"])
         .max_message_size(64 * 1024)
-        .idle_timeout(Duration::from_secs(60));
+        .idle_timeout(Duration::from_secs(60))
+        .deflate(Some(DeflateConfig::new()));
     Ok(upgrade.on_upgrade(session))
 }
 

@@ -20,7 +20,7 @@ pub use volt_proto as proto;
 pub use volt_rt as rt;
 
 pub use volt_http::{
-    any, delete, get, patch, post, put, service_fn, Body, CertKey, Cgi, Client, Config, Error,
-    IntoResponse, Json, Message, Request, Response, Router, ServeDir, Server, ServerHandle,
-    Service, StatusCode, Tls, TlsConfig, WebSocket, WebSocketUpgrade,
+    any, delete, get, patch, post, put, service_fn, Body, CertKey, Cgi, Client, Config,
+    DeflateConfig, Error, IntoResponse, Json, Message, Request, Response, Router, ServeDir, Server,
+    ServerHandle, Service, StatusCode, Tls, TlsConfig, WebSocket, WebSocketUpgrade,
 };

@@ -31,7 +31,7 @@ pub(super) enum Connected {
 }
 
 /// The byte stream under a connection.
-pub(super) enum Stream {
+pub(crate) enum Stream {
     Tcp(TcpStream),
     /// Boxed: the session state is a few KiB.
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
@@ -112,6 +112,12 @@ impl Conn {
             buf: BytesMut::new(),
             origin,
         }))
+    }
+
+    /// The stream and what was read past the last head: for a connection that stops being
+    /// HTTP (a WebSocket's, after its 101).
+    pub(super) fn into_parts(self) -> (Stream, BytesMut) {
+        (self.stream, self.buf)
     }
 
     /// Writes all of `bytes`, each write within `wait` of the last one that made progress (a

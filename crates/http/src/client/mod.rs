@@ -37,13 +37,15 @@ use crate::Body;
 use conn::{invalid_input, Conn, Connected, Head, Sent};
 use http2::{OnStream, Streams};
 
-mod conn;
+pub(crate) mod conn;
 mod decode;
 mod http2;
 mod redirect;
 mod response;
+mod websocket;
 
 pub use response::ClientResponse;
+pub use websocket::{HandshakeError, WebSocketBuilder};
 
 /// A body in memory up to this size goes out in the same write as the head.
 const COALESCE_MAX: usize = 16 * 1024;

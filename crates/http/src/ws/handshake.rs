@@ -9,6 +9,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use http::{header, HeaderValue, Method, StatusCode, Version};
 use sha1::{Digest, Sha1};
+use volt_proto::ws::DeflateConfig;
 
 use super::{PendingUpgrade, WebSocket};
 use crate::body::{Body, BodyKind};
@@ -27,6 +28,8 @@ pub struct WebSocketUpgrade {
     accept: HeaderValue,
     /// The subprotocols the client offered, in its order.
     offered: Vec<String>,
+    /// The values of the client's `Sec-WebSocket-Extensions` fields, in order.
+    extensions: Vec<Vec<u8>>,
     pub(super) options: Options,
 }
 
@@ -36,6 +39,8 @@ pub(crate) struct Options {
     pub(crate) max_message: usize,
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) protocol: Option<String>,
+    /// permessage-deflate, if the server is willing.
+    pub(crate) deflate: Option<DeflateConfig>,
 }
 
 impl Request {
@@ -109,13 +114,20 @@ impl Request {
             .filter_map(|p| std::str::from_utf8(p).ok())
             .map(str::to_owned)
             .collect();
+        let extensions = self
+            .headers()
+            .filter(|(name, _)| name.eq_ignore_ascii_case("sec-websocket-extensions"))
+            .map(|(_, value)| value.to_vec())
+            .collect();
         Ok(WebSocketUpgrade {
             accept: accept_key(key),
             offered,
+            extensions,
             options: Options {
                 max_message: DEFAULT_MAX_MESSAGE,
                 idle_timeout: None,
                 protocol: None,
+                deflate: None,
             },
         })
     }
@@ -143,7 +155,7 @@ impl Request {
 }
 
 /// `Sec-WebSocket-Accept` for `key` (§4.2.2): base64 of SHA-1 of the key and the GUID.
-fn accept_key(key: &[u8]) -> HeaderValue {
+pub(crate) fn accept_key(key: &[u8]) -> HeaderValue {
     let digest = Sha1::new().chain_update(key).chain_update(GUID).finalize();
     HeaderValue::from_str(&BASE64.encode(digest)).expect("base64 is a valid header value")
 }
@@ -173,6 +185,20 @@ impl WebSocketUpgrade {
         self
     }
 
+    /// Agrees to permessage-deflate (RFC 7692) if the client offers it in a form volt can
+    /// honour (`volt_proto::ws::negotiate`: not with a server window under 15 bits),
+    /// compressing as `config` says (`None`: declined, the default). Browsers offer it.
+    ///
+    /// Off by default for its cost: a connection that compresses holds about 300 KiB of
+    /// compressor state (miniz_oxide's window, hash chains and buffers) from its first message
+    /// sent, and one that inflates about 60 KiB from its first compressed message received;
+    /// compressing costs CPU on every message. `server_no_context_takeover` does not save
+    /// that memory (the compressor is reset, not freed), only the ratio across messages.
+    pub fn deflate(mut self, config: Option<DeflateConfig>) -> WebSocketUpgrade {
+        self.options.deflate = config;
+        self
+    }
+
     /// Closes the connection (1001) when nothing arrives from the client for this long while
     /// [`WebSocket::recv`] waits. Default: no limit.
     pub fn idle_timeout(mut self, timeout: Duration) -> WebSocketUpgrade {
@@ -196,9 +222,17 @@ impl WebSocketUpgrade {
             let value = HeaderValue::from_str(p).expect("a subprotocol the client sent");
             response.append_header(header::SEC_WEBSOCKET_PROTOCOL, value);
         }
+        let offers = self.extensions.iter().map(Vec::as_slice);
+        let deflate = self.options.deflate.and_then(|config| {
+            let (params, answer) = volt_proto::ws::negotiate(offers, &config)?;
+            let value = HeaderValue::from_str(&answer).expect("tokens");
+            response.append_header(header::SEC_WEBSOCKET_EXTENSIONS, value);
+            Some((params, config.compression_level()))
+        });
         let start = Box::new(move |ws| Box::pin(session(ws)) as _);
         let pending = PendingUpgrade {
             options: self.options,
+            deflate,
             start,
         };
         response.body = Body {

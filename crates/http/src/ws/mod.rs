@@ -1,12 +1,14 @@
 //! WebSocket (RFC 6455) on the server's HTTP/1.1 connections: the handshake
 //! ([`Request::websocket`](crate::Request::websocket), [`WebSocketUpgrade`]) and the session
-//! ([`WebSocket`]), over volt-proto's sans-I/O frame codec (`volt_proto::ws`).
+//! ([`WebSocket`], which the client's WebSockets are too), over volt-proto's sans-I/O frame
+//! codec (`volt_proto::ws`), with permessage-deflate (RFC 7692) if both ends agree.
 //!
 //! The connection writes the 101, then hands its transport (plain TCP or TLS) and the bytes it
 //! read past the request head to [`run`], which runs the handler's session on them in the
 //! connection's own task, then closes.
 
 mod handshake;
+pub(crate) mod link;
 mod socket;
 
 use std::future::{poll_fn, Future};
@@ -18,7 +20,9 @@ use std::task::Poll;
 
 use bytes::{Bytes, BytesMut};
 
+pub(crate) use handshake::accept_key;
 pub use handshake::WebSocketUpgrade;
+pub(crate) use socket::Settings;
 pub use socket::WebSocket;
 
 use crate::server::Worker;
@@ -74,6 +78,8 @@ type Session = Pin<Box<dyn Future<Output = io::Result<()>>>>;
 /// What the 101 carries to the connection: the session to run and its options.
 pub(crate) struct PendingUpgrade {
     options: handshake::Options,
+    /// permessage-deflate as agreed in the 101, and the level to compress at.
+    deflate: Option<(volt_proto::ws::DeflateParams, u32)>,
     start: Box<dyn FnOnce(WebSocket) -> Session>,
 }
 
@@ -85,8 +91,23 @@ pub(crate) async fn run(
     read: BytesMut,
     worker: Rc<Worker>,
 ) {
-    let PendingUpgrade { options, start } = *upgrade;
-    let ws = WebSocket::new(stream, read, worker, options);
+    let PendingUpgrade {
+        options,
+        deflate,
+        start,
+    } = *upgrade;
+    let config = &worker.config;
+    let settings = Settings {
+        role: volt_proto::ws::Role::Server,
+        max_message: options.max_message,
+        idle_timeout: options.idle_timeout,
+        protocol: options.protocol,
+        deflate,
+        write_timeout: config.write_timeout,
+        linger_timeout: config.linger_timeout,
+        max_linger_bytes: config.max_linger_bytes,
+    };
+    let ws = WebSocket::new(link::Link::Server(stream), read, Some(worker), settings);
     // The session owns the socket while it runs; it is shared with this function so that
     // the close handshake can finish after the session's future is gone.
     let shared = ws.share();

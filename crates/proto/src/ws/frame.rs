@@ -55,6 +55,9 @@ impl Opcode {
 pub struct FrameHead {
     /// The last frame of its message.
     pub fin: bool,
+    /// RSV1: with permessage-deflate negotiated, the first frame of a compressed message
+    /// (RFC 7692 §6). Only ever set if [`parse_head`] was told RSV1 is in use.
+    pub rsv1: bool,
     /// What the frame carries.
     pub opcode: Opcode,
     /// The masking key, if the frame is masked.
@@ -66,19 +69,30 @@ pub struct FrameHead {
 }
 
 /// Parses the head of the frame at the front of `buf`, as received by `role`. `Ok(None)`: the
-/// head is not all there yet. Every rule that can be checked from the head is: RSV bits (no
-/// extension is negotiated), opcode, control frames short and unfragmented, the 64-bit
+/// head is not all there yet. Every rule that can be checked from the head is: RSV bits (RSV1
+/// only if `rsv1_allowed`, that is with permessage-deflate negotiated, and then only on the
+/// first frame of a data message), opcode, control frames short and unfragmented, the 64-bit
 /// length's high bit, lengths in their shortest form, and masking.
-pub fn parse_head(buf: &[u8], role: Role) -> Result<Option<FrameHead>, Error> {
+pub fn parse_head(buf: &[u8], role: Role, rsv1_allowed: bool) -> Result<Option<FrameHead>, Error> {
     let [b0, b1, ..] = *buf else {
         return Ok(None);
     };
-    // §5.2: RSV1-3 must be 0 unless an extension defines them; none is negotiated.
-    if b0 & 0x70 != 0 {
+    // RFC 6455 §5.2: RSV1-3 must be 0 unless an extension defines them. permessage-deflate
+    // defines RSV1 (RFC 7692 §6); no extension volt speaks defines RSV2 or RSV3.
+    let rsv1 = b0 & 0x40 != 0;
+    if b0 & 0x30 != 0 || (rsv1 && !rsv1_allowed) {
         return Err(Error::Protocol("RSV bit set without an extension"));
     }
     let fin = b0 & 0x80 != 0;
     let opcode = Opcode::from_bits(b0 & 0x0F)?;
+    // RFC 7692 §6: "MUST NOT set the 'Per-Message Compressed' bit of control frames and
+    // non-first fragments of a data message".
+    if rsv1 && opcode.is_control() {
+        return Err(Error::Protocol("RSV1 set on a control frame"));
+    }
+    if rsv1 && opcode == Opcode::Continuation {
+        return Err(Error::Protocol("RSV1 set on a continuation frame"));
+    }
     let masked = b1 & 0x80 != 0;
     // §5.1: a server closes on an unmasked frame, a client on a masked one.
     match (role, masked) {
@@ -135,6 +149,7 @@ pub fn parse_head(buf: &[u8], role: Role) -> Result<Option<FrameHead>, Error> {
     };
     Ok(Some(FrameHead {
         fin,
+        rsv1,
         opcode,
         mask,
         len,
@@ -167,7 +182,23 @@ pub fn encode_frame(
     payload: &[u8],
     mask: Option<[u8; 4]>,
 ) {
-    out.push(((fin as u8) << 7) | opcode.bits());
+    encode(out, (fin as u8) << 7, opcode, payload, mask);
+}
+
+/// Appends a whole compressed message as one frame: FIN and RSV1 set (RFC 7692 §6), `payload`
+/// the output of a [`Compressor`](super::Compressor).
+pub fn encode_compressed_frame(
+    out: &mut Vec<u8>,
+    opcode: Opcode,
+    payload: &[u8],
+    mask: Option<[u8; 4]>,
+) {
+    encode(out, 0x80 | 0x40, opcode, payload, mask);
+}
+
+/// A frame with the FIN and RSV bits `flags`.
+fn encode(out: &mut Vec<u8>, flags: u8, opcode: Opcode, payload: &[u8], mask: Option<[u8; 4]>) {
+    out.push(flags | opcode.bits());
     let mask_bit = if mask.is_some() { 0x80 } else { 0 };
     // §5.2: the shortest of the three length forms.
     match payload.len() {

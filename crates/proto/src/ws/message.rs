@@ -2,6 +2,8 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
+use super::deflate::Decompressor;
+use super::extension::DeflateParams;
 use super::frame::{apply_mask, parse_head, Opcode};
 use super::{close_code_is_valid, Error, Role};
 
@@ -32,12 +34,29 @@ pub struct Decoder {
     seen: usize,
     /// The text message under way (in `partial` or in the frame at the front).
     utf8: Utf8,
+    /// permessage-deflate, if negotiated: RSV1 marks compressed messages (RFC 7692 §6).
+    deflate: Option<DeflateParams>,
+    /// Made at the first compressed message (its window is 32 KiB and more).
+    inflater: Option<Decompressor>,
 }
 
 #[derive(Debug)]
 struct Partial {
     text: bool,
+    /// Inflated frame by frame into `inflated`; else the frames' payloads go to `data`.
+    compressed: bool,
     data: BytesMut,
+    inflated: Vec<u8>,
+}
+
+impl Partial {
+    /// The message's size so far, as the limit counts it.
+    fn len(&self) -> usize {
+        match self.compressed {
+            true => self.inflated.len(),
+            false => self.data.len(),
+        }
+    }
 }
 
 /// A UTF-8 check fed piece by piece: the pieces may cut a character anywhere.
@@ -98,6 +117,20 @@ impl Decoder {
             partial: None,
             seen: 0,
             utf8: Utf8::default(),
+            deflate: None,
+            inflater: None,
+        }
+    }
+
+    /// A decoder for a connection with permessage-deflate negotiated as `params`: RSV1 on a
+    /// message's first frame says it is compressed; its payload is inflated frame by frame
+    /// (each frame whole first), and the inflated size is what `max_message` bounds, checked
+    /// as it grows (a zip bomb fails with [`Error::TooBig`] before it takes more memory).
+    /// Compressed text is checked as UTF-8 as it is inflated.
+    pub fn with_deflate(role: Role, max_message: usize, params: DeflateParams) -> Decoder {
+        Decoder {
+            deflate: Some(params),
+            ..Decoder::new(role, max_message)
         }
     }
 
@@ -109,21 +142,23 @@ impl Decoder {
     /// After an error the connection is to be failed: the decoder is not to be used again.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Incoming>, Error> {
         loop {
-            let Some(head) = parse_head(buf, self.role)? else {
+            let Some(head) = parse_head(buf, self.role, self.deflate.is_some())? else {
                 return Ok(None);
             };
             // §5.4: a message's fragments come in order, and only control frames may come
             // between them.
-            let (held, text) = match (head.opcode, &self.partial) {
+            let (held, text, compressed) = match (head.opcode, &self.partial) {
                 (Opcode::Continuation, None) => {
                     return Err(Error::Protocol("continuation frame outside a message"))
                 }
-                (Opcode::Continuation, Some(p)) => (p.data.len(), p.text),
+                (Opcode::Continuation, Some(p)) => (p.len(), p.text, p.compressed),
                 (Opcode::Text | Opcode::Binary, Some(_)) => {
                     return Err(Error::Protocol("new message before the last one ended"))
                 }
-                (opcode, _) => (0, opcode == Opcode::Text),
+                (opcode, _) => (0, opcode == Opcode::Text, head.rsv1),
             };
+            // For a compressed message this bounds the compressed bytes of the frame; the
+            // inflated ones are bounded as they come out.
             if !head.opcode.is_control() && head.len > (self.max_message - held) as u64 {
                 return Err(Error::TooBig {
                     limit: self.max_message,
@@ -141,7 +176,8 @@ impl Decoder {
                 if let Some(key) = head.mask {
                     apply_mask(new, key, self.seen);
                 }
-                if text {
+                // Compressed text is checked once inflated.
+                if text && !compressed {
                     self.utf8.feed(new)?;
                 }
                 self.seen = arrived;
@@ -152,6 +188,31 @@ impl Decoder {
             self.seen = 0;
             buf.advance(head.head_len);
             let payload = buf.split_to(len);
+            if compressed {
+                let partial = self.partial.get_or_insert_with(|| Partial {
+                    text,
+                    compressed,
+                    data: BytesMut::new(),
+                    inflated: Vec::new(),
+                });
+                let params = self.deflate.expect("RSV1 is allowed only with deflate");
+                let inflater = self
+                    .inflater
+                    .get_or_insert_with(|| params.decompressor(self.role));
+                let before = partial.inflated.len();
+                inflater.inflate(&payload, &mut partial.inflated, self.max_message)?;
+                if head.fin {
+                    inflater.finish(&mut partial.inflated, self.max_message)?;
+                }
+                if text {
+                    self.utf8.feed(&partial.inflated[before..])?;
+                }
+                if !head.fin {
+                    continue;
+                }
+                let message = self.partial.take().expect("made above").inflated;
+                return self.whole(text, message.into()).map(Some);
+            }
             let message = match head.opcode {
                 Opcode::Ping => return Ok(Some(Incoming::Ping(payload.freeze()))),
                 Opcode::Pong => return Ok(Some(Incoming::Pong(payload.freeze()))),
@@ -160,7 +221,9 @@ impl Decoder {
                 Opcode::Text | Opcode::Binary => {
                     self.partial = Some(Partial {
                         text,
+                        compressed,
                         data: payload,
+                        inflated: Vec::new(),
                     });
                     continue;
                 }
@@ -173,12 +236,25 @@ impl Decoder {
                     self.partial.take().expect("checked above").data
                 }
             };
-            if !text {
-                return Ok(Some(Incoming::Binary(message.freeze())));
-            }
-            self.utf8.finish()?;
-            return Ok(Some(Incoming::Text(message.freeze())));
+            return self.whole(text, message.freeze()).map(Some);
         }
+    }
+
+    /// The memory the message under way holds (for the zip bomb test).
+    #[cfg(test)]
+    pub(super) fn held_capacity(&self) -> usize {
+        self.partial
+            .as_ref()
+            .map_or(0, |p| p.data.capacity() + p.inflated.capacity())
+    }
+
+    /// A data message whose last frame came.
+    fn whole(&mut self, text: bool, message: Bytes) -> Result<Incoming, Error> {
+        if !text {
+            return Ok(Incoming::Binary(message));
+        }
+        self.utf8.finish()?;
+        Ok(Incoming::Text(message))
     }
 }
 

@@ -9,7 +9,12 @@
 //! - [`Error`] says which rule a peer broke, and [`Error::close_code`] which close code
 //!   answers it (1002, 1007 or 1009).
 //!
-//! No extension is supported (so every RSV bit must be 0, RFC 6455 §5.2).
+//! - permessage-deflate (RFC 7692): [`negotiate`] (the server's choice among a client's
+//!   offers), [`offer`] and [`accept`] (the client's offer and its check of the answer),
+//!   [`DeflateParams`] (what was agreed), [`Compressor`] and [`Decompressor`]; a
+//!   [`Decoder::with_deflate`] inflates compressed messages, [`encode_compressed_frame`] sends
+//!   one. No other extension is supported: RSV2 and RSV3 must be 0, and RSV1 unless
+//!   permessage-deflate was negotiated (RFC 6455 §5.2).
 //!
 //! # Example
 //!
@@ -27,6 +32,10 @@
 //! assert_eq!(out, [0x81, 0x05, b'H', b'e', b'l', b'l', b'o']);
 //! ```
 
+mod deflate;
+#[cfg(test)]
+mod deflate_tests;
+mod extension;
 mod frame;
 mod message;
 #[cfg(test)]
@@ -34,7 +43,10 @@ mod tests;
 
 use std::fmt;
 
-pub use frame::{apply_mask, encode_close, encode_frame, parse_head, FrameHead, Opcode};
+pub use deflate::{Compressor, Decompressor};
+pub use extension::{accept, negotiate, offer, DeflateConfig, DeflateParams};
+pub use frame::{apply_mask, encode_close, encode_compressed_frame, encode_frame};
+pub use frame::{parse_head, FrameHead, Opcode};
 pub use message::{Decoder, Incoming};
 
 /// Which end of the connection the codec runs at: a server takes masked frames and sends
