@@ -16,7 +16,7 @@ use crate::reactor::{Direction, Kind};
 /// How a [`TcpListener`] is bound. `SO_REUSEADDR` is always on.
 #[derive(Clone, Debug)]
 pub struct ListenOptions {
-    reuse_port: bool,
+    pub(super) reuse_port: bool,
     backlog: i32,
 }
 
@@ -94,7 +94,7 @@ fn new_socket(addr: SocketAddr) -> io::Result<OwnedFd> {
     })
 }
 
-fn to_std_addr(addr: rustix::net::SocketAddrAny) -> io::Result<SocketAddr> {
+pub(super) fn to_std_addr(addr: rustix::net::SocketAddrAny) -> io::Result<SocketAddr> {
     SocketAddr::try_from(addr).map_err(|_| io::Error::other("not an IP socket address"))
 }
 
