@@ -74,6 +74,7 @@ mod config;
 mod conn;
 mod error;
 mod h2;
+mod h3;
 mod json;
 mod request;
 mod response;

@@ -534,6 +534,7 @@ enum RequestBodyKind {
     Full(Box<Option<Bytes>>),
     H1(Rc<BodyReader>),
     H2(Box<H2Body>),
+    H3(Box<crate::h3::H3Body>),
 }
 
 impl RequestBody {
@@ -555,6 +556,12 @@ impl RequestBody {
         }
     }
 
+    pub(crate) fn h3(body: crate::h3::H3Body) -> RequestBody {
+        RequestBody {
+            kind: RequestBodyKind::H3(Box::new(body)),
+        }
+    }
+
     /// A body already in memory (for tests and adapters).
     pub fn full(bytes: Bytes) -> RequestBody {
         RequestBody {
@@ -570,6 +577,7 @@ impl RequestBody {
             RequestBodyKind::Full(b) => Ok(b.take()),
             RequestBodyKind::H1(reader) => reader.chunk().await,
             RequestBodyKind::H2(body) => body.chunk().await,
+            RequestBodyKind::H3(body) => body.chunk().await,
         }
     }
 
@@ -579,6 +587,7 @@ impl RequestBody {
     pub async fn trailers(&mut self) -> Result<Option<http::HeaderMap>, Error> {
         match &mut self.kind {
             RequestBodyKind::H2(body) => body.trailers().await,
+            RequestBodyKind::H3(body) => body.trailers().await,
             _ => {
                 while self.chunk().await?.is_some() {}
                 Ok(None)
