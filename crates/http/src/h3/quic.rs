@@ -133,7 +133,10 @@ impl Quic {
 
     /// Refuses new connections from now on (graceful shutdown).
     pub(crate) fn refuse_new(&self) {
-        self.inner.borrow_mut().refusing = true;
+        let mut inner = self.inner.borrow_mut();
+        inner.refusing = true;
+        // The driver ends once no connection is left, which may be now.
+        Quic::wake_driver(&mut inner);
     }
 
     /// The connections still open.
