@@ -248,7 +248,12 @@ async fn run_worker<S: Service>(
     let worker = Rc::new(Worker::new(config, alt_svc));
     // HTTP/3 on its own task, on the worker's UDP socket; it shuts down with the worker.
     let h3 = h3.map(|(socket, quic)| {
-        volt_rt::spawn(crate::h3::run(socket, quic, worker.clone(), service.clone()))
+        volt_rt::spawn(crate::h3::run(
+            socket,
+            quic,
+            worker.clone(),
+            service.clone(),
+        ))
     });
     let mut stopped = volt_rt::Handle::current().stopped();
     loop {

@@ -70,7 +70,7 @@ async fn get_answers_with_a_body() {
     assert_eq!(res.headers["server"], "volt");
     assert!(res.headers.contains_key("date"));
     drop(client);
-    server.shutdown();
+    shut_down(server).await;
 }
 
 #[tokio::test]
@@ -78,15 +78,28 @@ async fn post_streams_the_request_body_to_the_handler() {
     let certs = certs();
     let server = start_h3(1, Config::default(), &certs, app());
     let (mut client, _driver) = connect(server.addr(), &certs.2).await;
-    let chunks = [Bytes::from("one,"), Bytes::from("two,"), Bytes::from("three")];
+    let chunks = [
+        Bytes::from("one,"),
+        Bytes::from("two,"),
+        Bytes::from("three"),
+    ];
     let res = send(&mut client, "POST", "/count", &chunks).await.unwrap();
-    assert_eq!((res.status, res.text().as_str()), (200, "13 bytes: one,two,three"));
+    assert_eq!(
+        (res.status, res.text().as_str()),
+        (200, "13 bytes: one,two,three")
+    );
     // A body far over the stream window: it moves as the handler takes it.
-    let big: Vec<Bytes> = (0..40).map(|_| Bytes::from(vec![b'x'; 64 * 1024])).collect();
+    let big: Vec<Bytes> = (0..40)
+        .map(|_| Bytes::from(vec![b'x'; 64 * 1024]))
+        .collect();
     let res = send(&mut client, "POST", "/count", &big).await.unwrap();
-    assert!(res.text().starts_with("2621440 bytes: xxx"), "{}", &res.text()[..40]);
+    assert!(
+        res.text().starts_with("2621440 bytes: xxx"),
+        "{}",
+        &res.text()[..40]
+    );
     drop(client);
-    server.shutdown();
+    shut_down(server).await;
 }
 
 #[tokio::test]
@@ -100,7 +113,7 @@ async fn a_large_response_arrives_whole_under_flow_control() {
     assert_eq!(res.body.len(), BIG);
     assert!(res.body.iter().enumerate().all(|(i, &b)| b == pattern(i)));
     drop(client);
-    server.shutdown();
+    shut_down(server).await;
 }
 
 #[tokio::test]
@@ -112,7 +125,9 @@ async fn many_concurrent_streams_on_one_connection() {
     for n in 0..100u32 {
         let mut client = client.clone();
         tasks.spawn(async move {
-            let res = send(&mut client, "GET", &format!("/n/{n}"), &[]).await.unwrap();
+            let res = send(&mut client, "GET", &format!("/n/{n}"), &[])
+                .await
+                .unwrap();
             assert_eq!((res.status, res.text()), (200, format!("stream {n}")));
         });
     }
@@ -120,7 +135,7 @@ async fn many_concurrent_streams_on_one_connection() {
         done.unwrap();
     }
     drop(client);
-    server.shutdown();
+    shut_down(server).await;
 }
 
 /// HTTP/1.1 and HTTP/2 over TLS on the same port advertise HTTP/3 (RFC 7838).
@@ -149,14 +164,22 @@ fn alt_svc_advertises_h3_on_tcp() {
         let config = h2common::client_config(&[&certs.2], &[b"h2"]);
         let tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
         let name = rustls_pki_types::ServerName::try_from("h3.test").unwrap();
-        let tls = tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.unwrap();
+        let tls = tokio_rustls::TlsConnector::from(config)
+            .connect(name, tcp)
+            .await
+            .unwrap();
         let (client, conn) = h2::client::handshake(tls).await.unwrap();
         tokio::spawn(conn);
         let mut client = client.ready().await.unwrap();
-        let req = http::Request::get("https://h3.test/hello").body(()).unwrap();
+        let req = http::Request::get("https://h3.test/hello")
+            .body(())
+            .unwrap();
         let (res, _) = client.send_request(req, true).unwrap();
         res.await.unwrap().headers().clone()
     });
-    assert_eq!(headers["alt-svc"], format!("h3=\":{port}\"; ma=86400").as_str());
+    assert_eq!(
+        headers["alt-svc"],
+        format!("h3=\":{port}\"; ma=86400").as_str()
+    );
     server.shutdown();
 }

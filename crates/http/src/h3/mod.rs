@@ -311,7 +311,8 @@ async fn serve_uni<S: Service>(app: Rc<App<S>>, stream: StreamRef) {
             Ok(None) | Err(quic::StreamError::Reset(_)) => {
                 // A critical stream closed (§6.2.1, RFC 9204 §4.2).
                 stream.release();
-                let e = Failure::connection(Code::H3_CLOSED_CRITICAL_STREAM, "critical stream closed");
+                let e =
+                    Failure::connection(Code::H3_CLOSED_CRITICAL_STREAM, "critical stream closed");
                 return app.fail(&conn, e);
             }
             Err(quic::StreamError::Closed) => return stream.release(),
@@ -331,12 +332,20 @@ struct Failure {
 impl Failure {
     fn stream(code: Code, reason: &'static str) -> Failure {
         let connection = false;
-        Failure { code, connection, reason }
+        Failure {
+            code,
+            connection,
+            reason,
+        }
     }
 
     fn connection(code: Code, reason: &'static str) -> Failure {
         let connection = true;
-        Failure { code, connection, reason }
+        Failure {
+            code,
+            connection,
+            reason,
+        }
     }
 }
 

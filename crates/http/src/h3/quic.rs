@@ -172,7 +172,10 @@ impl ConnRef {
     /// may have given the connection something to send).
     fn with<R>(&self, f: impl FnOnce(&mut Conn) -> R) -> Option<R> {
         let mut inner = self.quic.inner.borrow_mut();
-        let conn = inner.conns.get_mut(&self.handle).filter(|c| c.gen == self.gen)?;
+        let conn = inner
+            .conns
+            .get_mut(&self.handle)
+            .filter(|c| c.gen == self.gen)?;
         let r = f(conn);
         Quic::wake_driver(&mut inner);
         Some(r)
@@ -194,20 +197,9 @@ impl ConnRef {
         self.with(|c| c.conn.close(Instant::now(), code, reason));
     }
 
-    /// Whether the connection is gone or closing.
-    pub(crate) fn is_closed(&self) -> bool {
-        self.with(|c| c.conn.is_closed()).unwrap_or(true)
-    }
-
     /// The peer's address.
     pub(crate) fn remote(&self) -> Option<SocketAddr> {
         self.with(|c| c.conn.remote_address())
-    }
-
-    /// Bidirectional streams the peer has open.
-    pub(crate) fn open_requests(&self) -> u64 {
-        let open = self.with(|c| c.conn.streams().remote_open_streams(Dir::Bi));
-        open.unwrap_or(0)
     }
 }
 
@@ -247,17 +239,23 @@ impl StreamRef {
     }
 
     /// Writes what the stream's and connection's windows take of `data` (at least a byte).
-    pub(crate) fn poll_write(&self, cx: &Context<'_>, data: &[u8]) -> Poll<Result<usize, StreamError>> {
+    pub(crate) fn poll_write(
+        &self,
+        cx: &Context<'_>,
+        data: &[u8],
+    ) -> Poll<Result<usize, StreamError>> {
         let id = self.id;
-        let written = self.conn.with(|c| match c.conn.send_stream(id).write(data) {
-            Ok(n) => Poll::Ready(Ok(n)),
-            Err(WriteError::Blocked) if !c.conn.is_closed() => {
-                c.writers.insert(id, cx.waker().clone());
-                Poll::Pending
-            }
-            Err(WriteError::Stopped(code)) => Poll::Ready(Err(StreamError::Reset(code.into()))),
-            Err(_) => Poll::Ready(Err(StreamError::Closed)),
-        });
+        let written = self
+            .conn
+            .with(|c| match c.conn.send_stream(id).write(data) {
+                Ok(n) => Poll::Ready(Ok(n)),
+                Err(WriteError::Blocked) if !c.conn.is_closed() => {
+                    c.writers.insert(id, cx.waker().clone());
+                    Poll::Pending
+                }
+                Err(WriteError::Stopped(code)) => Poll::Ready(Err(StreamError::Reset(code.into()))),
+                Err(_) => Poll::Ready(Err(StreamError::Closed)),
+            });
         written.unwrap_or(Poll::Ready(Err(StreamError::Closed)))
     }
 
@@ -401,7 +399,10 @@ impl Driver {
                     handle,
                     gen: conn.gen,
                 });
-                conn.readers.into_values().chain(conn.writers.into_values()).for_each(Waker::wake);
+                conn.readers
+                    .into_values()
+                    .chain(conn.writers.into_values())
+                    .for_each(Waker::wake);
             }
         }
         drop(guard);
@@ -440,7 +441,9 @@ impl Driver {
         let now = Instant::now();
         let inner = &mut *self.quic.inner.borrow_mut();
         self.send.clear();
-        let event = inner.endpoint.handle(now, from, None, None, data, &mut self.send);
+        let event = inner
+            .endpoint
+            .handle(now, from, None, None, data, &mut self.send);
         match event {
             Some(DatagramEvent::ConnectionEvent(handle, event)) => {
                 if let Some(conn) = inner.conns.get_mut(&handle) {
@@ -457,7 +460,12 @@ impl Driver {
                         let gen = inner.next_gen;
                         inner.next_gen += 1;
                         let (readers, writers) = (HashMap::new(), HashMap::new());
-                        let conn = Conn { conn, gen, readers, writers };
+                        let conn = Conn {
+                            conn,
+                            gen,
+                            readers,
+                            writers,
+                        };
                         inner.conns.insert(handle, conn);
                     }
                     Err(e) => {
@@ -500,7 +508,10 @@ fn on_events(
                 | StreamEvent::Finished { id },
             ) => wake(&mut c.writers, id),
             Event::ConnectionLost { .. } => {
-                c.readers.drain().chain(c.writers.drain()).for_each(|(_, w)| w.wake());
+                c.readers
+                    .drain()
+                    .chain(c.writers.drain())
+                    .for_each(|(_, w)| w.wake());
             }
             Event::Stream(StreamEvent::Available { .. })
             | Event::HandshakeDataReady
@@ -541,3 +552,7 @@ fn transmit(
     }
     true
 }
+
+#[cfg(test)]
+#[path = "quic_tests.rs"]
+mod tests;

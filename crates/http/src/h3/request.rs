@@ -102,7 +102,10 @@ pub(super) async fn serve<S: Service>(worker: &Worker, service: &S, stream: Stre
     let head = async {
         match next(&recv).await {
             Ok(Next::Event(RequestEvent::Head(section))) => Ok(section),
-            Ok(_) => Err(Some(Failure::stream(Code::H3_REQUEST_INCOMPLETE, "no head"))),
+            Ok(_) => Err(Some(Failure::stream(
+                Code::H3_REQUEST_INCOMPLETE,
+                "no head",
+            ))),
             Err(e) => Err(e),
         }
     };
@@ -121,7 +124,10 @@ pub(super) async fn serve<S: Service>(worker: &Worker, service: &S, stream: Stre
         config.max_head_bytes,
         &mut head,
     );
-    let remote = stream.conn.remote().unwrap_or(SocketAddr::from(([0; 4], 0)));
+    let remote = stream
+        .conn
+        .remote()
+        .unwrap_or(SocketAddr::from(([0; 4], 0)));
     let response = match decoded {
         // §4.2.2: over our limit, answered as HTTP/2 does an oversized header list.
         Err(HeadError::TooLarge) => Error::new(
@@ -132,7 +138,9 @@ pub(super) async fn serve<S: Service>(worker: &Worker, service: &S, stream: Stre
         // A malformed head is a stream error (§4.1.2); QPACK errors end the connection.
         Err(e) => return finish_failed(&stream, Some(e.error().into())),
         Ok(()) => {
-            recv.borrow_mut().frames.set_content_length(head.content_length);
+            recv.borrow_mut()
+                .frames
+                .set_content_length(head.content_length);
             match head_parts(&head, Version::HTTP_3, remote, config) {
                 Err(e) => e.into_response(),
                 Ok(parts) => {
@@ -171,10 +179,12 @@ pub(super) async fn serve<S: Service>(worker: &Worker, service: &S, stream: Stre
 /// Calls the service, a panic answering 500.
 async fn call<S: Service>(service: &S, req: Request) -> Response {
     let mut fut = Box::pin(service.call(req));
-    poll_fn(|cx| match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-        Ok(poll) => poll,
-        Err(_) => Poll::Ready(internal_error()),
-    })
+    poll_fn(
+        |cx| match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(poll) => poll,
+            Err(_) => Poll::Ready(internal_error()),
+        },
+    )
     .await
 }
 
@@ -240,7 +250,9 @@ async fn respond(
             write(stream, &out, timeout).await?;
             write(stream, &data, timeout).await?;
         }
-        BodyKind::Stream { stream: mut chunks, .. } if !no_body => {
+        BodyKind::Stream {
+            stream: mut chunks, ..
+        } if !no_body => {
             write(stream, &out, timeout).await?;
             loop {
                 let next = poll_fn(|cx| poll_next_caught(&mut chunks, cx)).await;
@@ -268,7 +280,12 @@ async fn respond(
         for (name, value) in &fields {
             if !is_connection_specific(name) {
                 let name = name.as_str().as_bytes();
-                encoder.field(name, value.as_bytes(), Indexing::for_name(name), &mut section);
+                encoder.field(
+                    name,
+                    value.as_bytes(),
+                    Indexing::for_name(name),
+                    &mut section,
+                );
             }
         }
         let mut out = Vec::new();

@@ -80,7 +80,10 @@ pub type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 pub async fn connect(
     addr: SocketAddr,
     der: &[u8],
-) -> (SendRequest, tokio::task::JoinHandle<h3::error::ConnectionError>) {
+) -> (
+    SendRequest,
+    tokio::task::JoinHandle<h3::error::ConnectionError>,
+) {
     let conn = quic_connect(addr, der).await;
     let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn))
         .await
@@ -142,4 +145,13 @@ pub async fn read<S: h3::quic::RecvStream>(
         headers: head.headers().clone(),
         body: body.freeze(),
     })
+}
+
+/// Shuts `server` down gracefully from an async test, whose runtime keeps the client's
+/// connections running meanwhile (they acknowledge the last responses, which the server
+/// waits for before it closes them).
+pub async fn shut_down(server: TestServer) {
+    tokio::task::spawn_blocking(move || server.shutdown())
+        .await
+        .unwrap();
 }
