@@ -1,5 +1,6 @@
-//! Sans-I/O HTTP codec: HTTP/1.0 and HTTP/1.1 message heads, body framing and encoding, and the
-//! HTTP/2 server connection (frames, HPACK, streams) in [`h2`].
+//! Sans-I/O HTTP codec: HTTP/1.0 and HTTP/1.1 message heads, body framing and encoding, the
+//! HTTP/2 server connection (frames, HPACK, streams) in [`h2`], and HTTP/3's frames, stream
+//! rules and QPACK in [`h3`].
 //!
 //! Nothing here touches a socket. The caller owns the buffers; this crate only looks at bytes
 //! and says what they mean:
@@ -61,6 +62,9 @@
 //! - `error`: [`ParseError`].
 //! - [`h2`]: sans-I/O HTTP/2: frames, HPACK header compression, and the server side of a
 //!   connection ([`h2::server::Connection`]).
+//! - [`h3`]: sans-I/O HTTP/3 (RFC 9114): QUIC varints, frames, the control and request
+//!   stream rules, QPACK (RFC 9204) without a dynamic table, request heads.
+//! - `field_check`: the request head rules HTTP/2 and HTTP/3 share.
 //! - [`ws`]: sans-I/O WebSocket (RFC 6455): frame heads, masking, message reassembly with a
 //!   size limit, UTF-8 and close-code checks, encoding.
 #![forbid(unsafe_code)]
@@ -70,9 +74,11 @@ mod body;
 mod date;
 mod encode;
 mod error;
+mod field_check;
 #[cfg(test)]
 mod generate;
 pub mod h2;
+pub mod h3;
 mod headers;
 mod request;
 mod response;

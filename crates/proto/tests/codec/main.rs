@@ -4,6 +4,7 @@
 mod body;
 mod date;
 mod encode;
+mod h3;
 mod limits;
 mod mutate;
 mod request;

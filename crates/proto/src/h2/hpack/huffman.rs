@@ -1,4 +1,5 @@
-//! The Huffman code of RFC 7541 Appendix B.
+//! The Huffman code of RFC 7541 Appendix B, which QPACK reuses unchanged (RFC 9204 §4.1.2):
+//! `h3::qpack` calls the same three functions.
 //!
 //! The code is canonical (codes of one length are consecutive numbers, in symbol order, and
 //! each length continues where the shorter one ended), so the code lengths alone define it:
@@ -154,7 +155,7 @@ const fn decode_table() -> [[Step; 16]; 256] {
 }
 
 /// Decodes a Huffman-coded string, appending the bytes to `dst`.
-pub(super) fn decode(src: &[u8], dst: &mut Vec<u8>) -> Result<(), DecodeError> {
+pub(crate) fn decode(src: &[u8], dst: &mut Vec<u8>) -> Result<(), DecodeError> {
     // At most 8/5 bytes per byte: every code is at least 5 bits long.
     dst.reserve(src.len() * 8 / 5 + 1);
     let mut state = 0;
@@ -179,13 +180,13 @@ pub(super) fn decode(src: &[u8], dst: &mut Vec<u8>) -> Result<(), DecodeError> {
 }
 
 /// Length in bytes of `src` Huffman-coded, padding included.
-pub(super) fn encoded_len(src: &[u8]) -> usize {
+pub(crate) fn encoded_len(src: &[u8]) -> usize {
     let bits: usize = src.iter().map(|&b| CODE_LENGTHS[b as usize] as usize).sum();
     bits.div_ceil(8)
 }
 
 /// Appends `src` Huffman-coded, padded with the high bits of EOS (all ones).
-pub(super) fn encode(src: &[u8], dst: &mut Vec<u8>) {
+pub(crate) fn encode(src: &[u8], dst: &mut Vec<u8>) {
     // Bits not yet written sit at the bottom of `pending`; fewer than 8 remain after each
     // byte, and a code is at most 30 bits, so 64 bits never overflow what matters.
     let mut pending: u64 = 0;

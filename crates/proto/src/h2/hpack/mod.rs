@@ -46,7 +46,8 @@
 
 mod decode;
 mod encode;
-mod huffman;
+// Shared with QPACK (`h3::qpack`), which uses the same code (RFC 9204 §4.1.2).
+pub(crate) mod huffman;
 mod table;
 #[cfg(test)]
 mod tests;

@@ -2,8 +2,10 @@
 //! each field and on the whole list that make a request well-formed (RFC 9113 §8.1–8.3).
 
 use super::{conn_err, Connection, Fault};
+use crate::field_check::FieldCheck;
+pub(super) use crate::field_check::Malformed;
 use crate::h2::frame::Reason;
-use crate::{HeaderSpan, HeaderSpans, Span};
+use crate::{HeaderSpans, Span};
 
 /// A decoded request head (or trailer section), in one buffer reused for every request: the
 /// spans point into `buf`.
@@ -25,13 +27,14 @@ pub struct Head {
     /// `content-length`, if sent.
     pub content_length: Option<u64>,
     /// The list was over
-    /// [`Settings::max_header_list_size`](super::Settings::max_header_list_size): fields
-    /// were dropped, the server should answer 431.
+    /// [`Settings::max_header_list_size`](super::Settings::max_header_list_size) (in HTTP/3,
+    /// the limit given to [`h3::decode_request`](crate::h3::decode_request)): fields were
+    /// dropped, the server should answer 431.
     pub oversized: bool,
 }
 
 impl Head {
-    fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.buf.clear();
         self.method = Span::default();
         self.scheme = Span::default();
@@ -42,7 +45,7 @@ impl Head {
         self.oversized = false;
     }
 
-    fn push(&mut self, bytes: &[u8]) -> Span {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Span {
         let start = self.buf.len() as u32;
         self.buf.extend_from_slice(bytes);
         Span {
@@ -67,16 +70,8 @@ impl Connection {
         block: &[u8],
         trailers: bool,
     ) -> Result<Result<(), Malformed>, Fault> {
-        self.head.clear();
-        let mut check = FieldCheck {
-            head: &mut self.head,
-            trailers,
-            regular_seen: false,
-            list_size: 0,
-            max_list_size: self.settings.max_header_list_size as usize,
-            malformed: None,
-            host: None,
-        };
+        let max_list_size = self.settings.max_header_list_size as usize;
+        let mut check = FieldCheck::new(&mut self.head, trailers, max_list_size);
         let decoded = self.decoder.decode(block, |name, value| {
             check.field(name, value);
             Ok(())
@@ -87,209 +82,6 @@ impl Connection {
         Ok(check.finish())
     }
 }
-
-/// Why a request is malformed (RFC 9113 §8.1.1): a stream error `PROTOCOL_ERROR`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Malformed(&'static str);
-
-/// Checks each decoded field and stores the ones to keep in the [`Head`].
-struct FieldCheck<'a> {
-    head: &'a mut Head,
-    trailers: bool,
-    regular_seen: bool,
-    list_size: usize,
-    max_list_size: usize,
-    malformed: Option<Malformed>,
-    /// The `host` field's value.
-    host: Option<Span>,
-}
-
-impl FieldCheck<'_> {
-    fn field(&mut self, name: &[u8], value: &[u8]) {
-        // Past the limit the request is refused (431) whatever follows: the rest is decoded to
-        // keep HPACK's table in step, but not examined. (One byte of a block can name a table
-        // entry of 4 KiB: examined, a 32 KiB block would cost a scan of 128 MiB.)
-        if self.malformed.is_some() || self.head.oversized {
-            return;
-        }
-        if let Err(m) = self.check(name, value) {
-            self.malformed = Some(m);
-        }
-    }
-
-    fn check(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
-        // A pass with no early exit over the value (it vectorizes) finds the rare control
-        // byte; only then are the forbidden ones looked for.
-        let controls = value.iter().fold(false, |seen, &b| seen | (b <= b'\r'));
-        if controls && value.iter().any(|&b| matches!(b, 0 | b'\n' | b'\r')) {
-            return Err(Malformed("forbidden byte in a field value"));
-        }
-        if matches!(value.first(), Some(b' ' | b'\t')) || matches!(value.last(), Some(b' ' | b'\t'))
-        {
-            return Err(Malformed("whitespace around a field value"));
-        }
-        self.list_size += name.len() + value.len() + 32;
-        if self.list_size > self.max_list_size {
-            self.head.oversized = true;
-        }
-        if let Some(pseudo) = name.strip_prefix(b":") {
-            return self.pseudo(pseudo, value);
-        }
-        self.regular_seen = true;
-        if name.is_empty()
-            || !name
-                .iter()
-                .fold(true, |ok, &b| ok & LOWER_TOKEN[b as usize])
-        {
-            return Err(Malformed("invalid field name"));
-        }
-        match name {
-            b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding"
-            | b"upgrade" => {
-                return Err(Malformed("connection-specific field"));
-            }
-            b"te" if value != b"trailers" => return Err(Malformed("te other than trailers")),
-            b"content-length" => {
-                let n = parse_length(value).ok_or(Malformed("invalid content-length"))?;
-                if self.head.content_length.is_some_and(|m| m != n) {
-                    return Err(Malformed("conflicting content-length"));
-                }
-                self.head.content_length = Some(n);
-            }
-            b"host" if self.host.is_some() => return Err(Malformed("repeated host")),
-            _ => {}
-        }
-        if !self.head.oversized {
-            let name_span = self.head.push(name);
-            let value = self.head.push(value);
-            if name == b"host" {
-                self.host = Some(value);
-            }
-            self.head.fields.push(HeaderSpan {
-                name: name_span,
-                value,
-            });
-        }
-        Ok(())
-    }
-
-    fn pseudo(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
-        if self.trailers {
-            return Err(Malformed("pseudo-header in trailers"));
-        }
-        if self.regular_seen {
-            return Err(Malformed("pseudo-header after a regular field"));
-        }
-        let head = &mut *self.head;
-        let slot = match name {
-            b"method" => &mut head.method,
-            b"scheme" => &mut head.scheme,
-            b"path" => &mut head.path,
-            b"authority" => {
-                if head.authority.is_some() {
-                    return Err(Malformed("repeated pseudo-header"));
-                }
-                let span = head.push(value);
-                head.authority = Some(span);
-                return Ok(());
-            }
-            _ => return Err(Malformed("unknown pseudo-header")),
-        };
-        if *slot != Span::default() {
-            return Err(Malformed("repeated pseudo-header"));
-        }
-        if value.is_empty() {
-            return Err(Malformed("empty pseudo-header"));
-        }
-        let start = head.buf.len() as u32;
-        head.buf.extend_from_slice(value);
-        *slot = Span {
-            start,
-            end: head.buf.len() as u32,
-        };
-        Ok(())
-    }
-
-    /// The checks on the whole list: the pseudo-headers a request needs (§8.3.1), and `host`
-    /// from `:authority`.
-    fn finish(self) -> Result<(), Malformed> {
-        if let Some(m) = self.malformed {
-            return Err(m);
-        }
-        if self.trailers {
-            return Ok(());
-        }
-        let head = self.head;
-        let empty = Span::default();
-        if head.method == empty {
-            return Err(Malformed("no :method"));
-        }
-        if head.get(head.method) == b"CONNECT" {
-            if head.scheme != empty || head.path != empty || head.authority.is_none() {
-                return Err(Malformed("CONNECT needs :authority only"));
-            }
-        } else if head.scheme == empty || head.path == empty {
-            return Err(Malformed("no :scheme or :path"));
-        }
-        match (head.authority, self.host) {
-            // RFC 9113 §8.3.1: a `host` naming another server than `:authority` is malformed
-            // (which one would the request be for?).
-            (Some(authority), Some(host))
-                if !head.get(authority).eq_ignore_ascii_case(head.get(host)) =>
-            {
-                return Err(Malformed("host differs from :authority"));
-            }
-            (Some(authority), None) if !head.oversized => {
-                let name = head.push(b"host");
-                head.fields.push(HeaderSpan {
-                    name,
-                    value: authority,
-                });
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-}
-
-/// A `content-length` value: digits only.
-fn parse_length(value: &[u8]) -> Option<u64> {
-    if value.is_empty() || value.len() > 19 || !value.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(value.iter().fold(0, |n, &d| n * 10 + u64::from(d - b'0')))
-}
-
-/// Bytes allowed in an HTTP/2 field name: token characters (RFC 9110 §5.6.2) except
-/// uppercase letters.
-const LOWER_TOKEN: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        t[b] = c.is_ascii_lowercase()
-            || c.is_ascii_digit()
-            || matches!(
-                c,
-                b'!' | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'&'
-                    | b'\''
-                    | b'*'
-                    | b'+'
-                    | b'-'
-                    | b'.'
-                    | b'^'
-                    | b'_'
-                    | b'`'
-                    | b'|'
-                    | b'~'
-            );
-        b += 1;
-    }
-    t
-};
 
 #[cfg(test)]
 mod tests {
