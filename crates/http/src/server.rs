@@ -4,11 +4,13 @@
 //! Shutdown (SIGINT/SIGTERM, or [`ServerHandle::shutdown`]) is graceful: every worker stops
 //! accepting, closes its idle keep-alive connections (and TLS ones still in their handshake),
 //! lets each busy one finish the request it is on (answering it with `Connection: close`),
-//! sends GOAWAY on HTTP/2 connections and lets their started streams finish, and returns when
-//! none is left or [`Config::shutdown_timeout`] has passed.
+//! sends GOAWAY on HTTP/2 and HTTP/3 connections and lets their started streams finish, and
+//! returns when none is left or [`Config::shutdown_timeout`] has passed.
 //!
 //! A plain port serves HTTP/1 and HTTP/2 with prior knowledge (told apart by the preface); a
-//! port with [`Server::tls`] serves HTTPS, HTTP/2 or HTTP/1.1 as ALPN chose.
+//! port with [`Server::tls`] serves HTTPS, HTTP/2 or HTTP/1.1 as ALPN chose; with
+//! [`Server::http3`] each worker also runs a QUIC endpoint on the same port number over UDP
+//! (`crate::h3`).
 
 use std::cell::{Cell, RefCell};
 use std::io;
