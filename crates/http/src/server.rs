@@ -219,8 +219,14 @@ impl Server {
                 };
                 set_defer_accept(&listener, config.defer_accept)?;
                 let listener = TcpListener::from_std(listener)?;
-                let h3 = match quic {
-                    Some(config) => Some((crate::h3::bind(addr)?, config)),
+                let h3 = match quic.map(|config| crate::h3::bind(addr).map(|s| (s, config))) {
+                    Some(Ok(h3)) => Some(h3),
+                    // The UDP port is taken: the whole server stops (gracefully) and `serve`
+                    // returns the error, rather than serve without HTTP/3 on this worker.
+                    Some(Err(e)) => {
+                        volt_rt::Handle::current().stop();
+                        return Err(e);
+                    }
                     None => None,
                 };
                 if index == 0 && handle_signals {

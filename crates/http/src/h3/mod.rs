@@ -69,6 +69,11 @@ pub(crate) fn server_config(tls: &Tls, config: &Config) -> io::Result<quinn_prot
     transport.max_concurrent_bidi_streams(config.h2_max_concurrent_streams.into());
     // The client's control and QPACK streams, and room for the reserved ones it may grease.
     transport.max_concurrent_uni_streams(8u32.into());
+    // What a connection may hold unacknowledged, for all its streams: quinn's default (10 MB)
+    // would let each slow client of thousands hold that much memory. 2 MiB still allows
+    // 40 MiB/s a connection at 50 ms round trips; a response writer waits (up to
+    // `write_timeout`) while it is full.
+    transport.send_window(2 << 20);
     let mut server = quinn_proto::ServerConfig::with_crypto(Arc::new(crypto));
     server.transport_config(Arc::new(transport));
     server.migration(false);
@@ -114,6 +119,10 @@ async fn shut_down<S: Service>(quic: Rc<Quic>, app: Rc<App<S>>) {
         *app.idle_waiter.borrow_mut() = Some(cx.waker().clone());
         let mut open = 0;
         for conn in quic.conns() {
+            // Closed already (here, or by the client): only its draining period is left.
+            if conn.is_closed() {
+                continue;
+            }
             let requests = app.state(&conn, |s| s.active).unwrap_or(0);
             // The control stream never ends; any other stream of ours still open holds a
             // response not yet acknowledged, which closing now would throw away.

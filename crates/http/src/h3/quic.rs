@@ -165,20 +165,31 @@ impl ConnRef {
 
     /// Our streams that may hold data the peer has not acknowledged (0 once gone).
     pub(crate) fn unacknowledged_streams(&self) -> usize {
-        self.with(|c| c.conn.streams().send_streams()).unwrap_or(0)
+        self.peek(|c| c.conn.streams().send_streams()).unwrap_or(0)
     }
 
-    /// Runs `f` on the connection, if it is still there; wakes the driver after (what `f` did
-    /// may have given the connection something to send).
+    /// Runs `f` on the connection, if it is still there, and wakes the driver after: what `f`
+    /// did may have given the connection something to send.
     fn with<R>(&self, f: impl FnOnce(&mut Conn) -> R) -> Option<R> {
         let mut inner = self.quic.inner.borrow_mut();
+        let r = self.look(&mut inner, f);
+        Quic::wake_driver(&mut inner);
+        r
+    }
+
+    /// Runs `f` on the connection, if it is still there, without waking the driver: for what
+    /// only looks (waking there would have graceful shutdown, which looks on every driver
+    /// turn, and the driver wake each other in a loop).
+    fn peek<R>(&self, f: impl FnOnce(&mut Conn) -> R) -> Option<R> {
+        self.look(&mut self.quic.inner.borrow_mut(), f)
+    }
+
+    fn look<R>(&self, inner: &mut Inner, f: impl FnOnce(&mut Conn) -> R) -> Option<R> {
         let conn = inner
             .conns
             .get_mut(&self.handle)
             .filter(|c| c.gen == self.gen)?;
-        let r = f(conn);
-        Quic::wake_driver(&mut inner);
-        Some(r)
+        Some(f(conn))
     }
 
     /// Opens a unidirectional stream of ours, if the peer allows one now.
@@ -197,9 +208,14 @@ impl ConnRef {
         self.with(|c| c.conn.close(Instant::now(), code, reason));
     }
 
+    /// Whether the connection is closing (or gone).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.peek(|c| c.conn.is_closed()).unwrap_or(true)
+    }
+
     /// The peer's address.
     pub(crate) fn remote(&self) -> Option<SocketAddr> {
-        self.with(|c| c.conn.remote_address())
+        self.peek(|c| c.conn.remote_address())
     }
 }
 
@@ -297,7 +313,7 @@ impl StreamRef {
     /// Forgets the wakers this stream's task left (its task is over).
     pub(crate) fn release(&self) {
         let id = self.id;
-        self.conn.with(|c| {
+        self.conn.peek(|c| {
             c.readers.remove(&id);
             c.writers.remove(&id);
         });
