@@ -434,11 +434,11 @@ impl Driver {
 
     /// Takes in what the socket holds (a batch); true if there may be more.
     fn receive(&mut self, cx: &mut Context<'_>) -> bool {
+        // Sent, or failed for good (an unreachable address): either way it is done. While it
+        // waits, datagrams are still taken in (they bring the ACKs that let sending go on).
         if let Some((data, to)) = &self.blocked {
-            match self.socket.poll_send_to(cx, data, *to) {
-                Poll::Pending => return false,
-                // Sent, or failed for good (an unreachable address): either way it is done.
-                Poll::Ready(_) => self.blocked = None,
+            if self.socket.poll_send_to(cx, data, *to).is_ready() {
+                self.blocked = None;
             }
         }
         for _ in 0..BATCH {
