@@ -293,6 +293,13 @@ impl RequestStream {
     /// A request stream whose HEADERS frames may be up to `max_frame_size` bytes long; a
     /// larger one is a stream error of type H3_EXCESSIVE_LOAD (the request's problem, not the
     /// connection's).
+    ///
+    /// This bounds the encoded head held in memory; [`decode_request`](super::decode_request)'s
+    /// limit bounds the decoded one, and answers 431. An ordinary encoder's section is smaller
+    /// than its decoded size (RFC 9114 §4.2.2 counts 32 bytes per field, a field line costs a
+    /// few), so the same number for both lets every head the decoded limit admits through the
+    /// frame limit; only a perverse encoder (Huffman codes up to 30 bits a byte) meets the
+    /// frame limit first.
     pub fn new(max_frame_size: usize) -> RequestStream {
         RequestStream {
             frames: FrameDecoder::new(max_frame_size),
