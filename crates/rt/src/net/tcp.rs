@@ -13,7 +13,8 @@ use super::source::Source;
 use super::stream::{socket, Stream, Tcp, SOCKET_FLAGS};
 use crate::reactor::{Direction, Kind};
 
-/// How a [`TcpListener`] is bound. `SO_REUSEADDR` is always on.
+/// How a [`TcpListener`] is bound (`SO_REUSEADDR` always on), or a
+/// [`UdpSocket`](super::UdpSocket) ([`ListenOptions::bind_udp`]: only `reuse_port` applies).
 #[derive(Clone, Debug)]
 pub struct ListenOptions {
     pub(super) reuse_port: bool,
