@@ -15,8 +15,10 @@ use bytes::Bytes;
 use h3common::*;
 use volt_http::{get, post, Config, Request, Router};
 
-/// H3_MESSAGE_ERROR (RFC 9114 §8.1).
+/// RFC 9114 §8.1.
 const H3_MESSAGE_ERROR: u32 = 0x10e;
+const H3_NO_ERROR: u64 = 0x100;
+const H3_REQUEST_REJECTED: u64 = 0x10b;
 
 fn app() -> Router {
     Router::new()
@@ -199,6 +201,73 @@ async fn graceful_shutdown_sends_goaway_and_finishes_the_running_request() {
     let end = driver.await.unwrap();
     assert!(end.is_h3_no_error(), "{end:?}");
     drop(client);
+    tokio::task::spawn_blocking(move || server.join())
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+/// The same, on the wire: after SETTINGS our control stream carries GOAWAY naming stream 4
+/// (one past the request running on stream 0, §5.2); a request the client opens after it is
+/// reset with H3_REQUEST_REJECTED; the running one finishes; the close is H3_NO_ERROR.
+#[tokio::test]
+async fn goaway_on_the_wire_names_the_first_stream_not_served() {
+    let certs = certs();
+    let started = Arc::new(AtomicBool::new(false));
+    let flag = started.clone();
+    let app = app().route(
+        "/slow",
+        get(move |_req: Request| {
+            let flag = flag.clone();
+            async move {
+                flag.store(true, Ordering::SeqCst);
+                volt_rt::time::sleep(Duration::from_secs(2)).await;
+                "slow but whole"
+            }
+        }),
+    );
+    let server = start_h3(1, Config::default(), &certs, app);
+    let conn = quic_connect(server.addr(), &certs.2).await;
+    let mut control = conn.accept_uni().await.unwrap();
+    let mut got = Vec::new();
+    let settings_len = 8; // type, SETTINGS with MAX_FIELD_SECTION_SIZE (h3_streams.rs)
+    while got.len() < settings_len {
+        got.extend_from_slice(&control.read_chunk(64, true).await.unwrap().unwrap().bytes);
+    }
+    // GET /slow on stream 0.
+    let mut lines = vec![0xd1, 0xd7];
+    lines.extend_from_slice(AUTHORITY);
+    lines.extend_from_slice(b"\x51\x05/slow");
+    let (mut send0, mut recv0) = conn.open_bi().await.unwrap();
+    send0.write_all(&headers_frame(&lines)).await.unwrap();
+    send0.finish().unwrap();
+    while !started.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    server.handle().shutdown();
+    while got.len() < settings_len + 3 {
+        got.extend_from_slice(&control.read_chunk(64, true).await.unwrap().unwrap().bytes);
+    }
+    assert_eq!(&got[settings_len..], &[0x07, 0x01, 0x04]); // GOAWAY, length 1, stream 4
+                                                           // Stream 4, opened after the GOAWAY: refused.
+    let (mut send4, mut recv4) = conn.open_bi().await.unwrap();
+    send4.write_all(&[0x01, 0x02, 0x00, 0x00]).await.unwrap();
+    let _ = send4.finish();
+    match recv4.read_to_end(1024).await {
+        Err(quinn::ReadToEndError::Read(quinn::ReadError::Reset(code))) => {
+            assert_eq!(code.into_inner(), H3_REQUEST_REJECTED)
+        }
+        other => panic!("expected a reset, got {other:?}"),
+    }
+    // The running request finishes: HEADERS, then a DATA frame with the body.
+    let answer = recv0.read_to_end(1 << 16).await.unwrap();
+    assert!(answer.ends_with(b"slow but whole"), "{answer:?}");
+    match conn.closed().await {
+        quinn::ConnectionError::ApplicationClosed(close) => {
+            assert_eq!(close.error_code.into_inner(), H3_NO_ERROR)
+        }
+        other => panic!("expected an application close, got {other:?}"),
+    }
     tokio::task::spawn_blocking(move || server.join())
         .await
         .unwrap()
