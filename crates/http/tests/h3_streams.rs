@@ -205,3 +205,56 @@ fn a_taken_udp_port_fails_serve() {
     let err = server.serve(app()).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse);
 }
+
+/// A request stream with `lines` (a field section's lines, after its prefix) as its head.
+fn head_frame(lines: &[u8]) -> Vec<u8> {
+    let mut frame = vec![0x01, (lines.len() + 2) as u8, 0x00, 0x00];
+    frame.extend_from_slice(lines);
+    frame
+}
+
+/// `:scheme https`, `:authority h3.test`, `expect: 100-continue` (a literal name).
+fn expecting(method_and_path: &[u8]) -> Vec<u8> {
+    let mut lines = method_and_path.to_vec();
+    lines.extend_from_slice(b"\xd7\x50\x07h3.test\x26expect\x0c100-continue");
+    lines
+}
+
+/// `Expect: 100-continue` (RFC 9110 §10.1.1): the interim 100 goes out as its own HEADERS
+/// frame when the handler waits for the body, and not at all when it answers without it.
+#[tokio::test]
+async fn expect_100_continue_is_answered_when_the_body_is_wanted() {
+    let certs = certs();
+    let app = app().route(
+        "/count",
+        post(|mut req: Request| async move {
+            let body = req.bytes().await?;
+            Ok::<_, volt_http::Error>(format!("{} bytes", body.len()))
+        }),
+    );
+    let server = start_h3(1, Config::default(), &certs, app);
+    let conn = quic_connect(server.addr(), &certs.2).await;
+    // POST (static 20) /count, content-length 5 (static name 4), no body yet.
+    let mut lines = expecting(b"\xd4\x51\x06/count");
+    lines.extend_from_slice(b"\x54\x015");
+    let (mut send, mut recv) = conn.open_bi().await.unwrap();
+    send.write_all(&head_frame(&lines)).await.unwrap();
+    // HEADERS, 4 bytes: no dynamic table, `:status 100` (static 63: 0xff 0x00).
+    let mut interim = [0u8; 6];
+    recv.read_exact(&mut interim).await.unwrap();
+    assert_eq!(interim, [0x01, 0x04, 0x00, 0x00, 0xff, 0x00]);
+    send.write_all(b"\x00\x05hello").await.unwrap();
+    send.finish().unwrap();
+    let rest = recv.read_to_end(1 << 16).await.unwrap();
+    assert!(rest.ends_with(b"5 bytes"), "{rest:?}");
+
+    // GET /hello answers without reading: its first frame is the final head (`:status
+    // 200`, static 25: 0xd9).
+    let (mut send, mut recv) = conn.open_bi().await.unwrap();
+    let get_hello = expecting(b"\xd1\x51\x06/hello"); // GET (static 17), :path /hello
+    send.write_all(&head_frame(&get_hello)).await.unwrap();
+    let _ = send.finish();
+    let answer = recv.read_to_end(1 << 16).await.unwrap();
+    assert_eq!(&answer[2..5], &[0x00, 0x00, 0xd9], "{answer:?}");
+    shut_down(server).await;
+}

@@ -49,6 +49,10 @@ struct Recv {
     failed: Option<Failure>,
     trailers: Option<HeaderMap>,
     max_field_section: usize,
+    /// The request has `Expect: 100-continue` and no 100 went out yet: one goes when the
+    /// handler first waits for the body, unless body bytes came first or the final response
+    /// started (RFC 9110 §10.1.1, as on HTTP/1 and HTTP/2).
+    expect_continue: bool,
 }
 
 /// What the next read of a request stream gave.
@@ -67,8 +71,22 @@ impl Recv {
                 Ok(None) => {}
                 Err(e) => return Poll::Ready(Err(Some(e.into()))),
             }
-            match ready!(self.stream.poll_read(cx)) {
-                Ok(Some(bytes)) => self.buf.extend_from_slice(&bytes),
+            let read = self.stream.poll_read(cx);
+            if read.is_pending() && std::mem::take(&mut self.expect_continue) {
+                // An interim response is a HEADERS frame of its own before the final one
+                // (RFC 9114 §4.1).
+                let (mut section, mut frame) = (Vec::new(), Vec::new());
+                let mut encoder = Encoder::new();
+                encoder.begin(&mut section);
+                encoder.status(100, &mut section);
+                write_headers(&section, &mut frame);
+                self.stream.write_now(&frame);
+            }
+            match ready!(read) {
+                Ok(Some(bytes)) => {
+                    self.buf.extend_from_slice(&bytes);
+                    self.expect_continue = false;
+                }
                 Ok(None) => {
                     if let Err(e) = self.frames.finish(&self.buf) {
                         return Poll::Ready(Err(Some(e.into())));
@@ -98,6 +116,7 @@ pub(super) async fn serve<S: Service>(worker: &Worker, service: &S, stream: Stre
         failed: None,
         trailers: None,
         max_field_section: config.max_head_bytes,
+        expect_continue: false,
     }));
     let head = async {
         match next(&recv).await {
@@ -141,6 +160,10 @@ pub(super) async fn serve<S: Service>(worker: &Worker, service: &S, stream: Stre
             recv.borrow_mut()
                 .frames
                 .set_content_length(head.content_length);
+            recv.borrow_mut().expect_continue = head.fields.iter().any(|f| {
+                head.get(f.name) == b"expect"
+                    && head.get(f.value).eq_ignore_ascii_case(b"100-continue")
+            });
             match head_parts(&head, Version::HTTP_3, remote, config) {
                 Err(e) => e.into_response(),
                 Ok(parts) => {
@@ -160,6 +183,8 @@ pub(super) async fn serve<S: Service>(worker: &Worker, service: &S, stream: Stre
     let is_head = head.get(head.method) == b"HEAD";
     let (failed, ended) = {
         let mut recv = recv.borrow_mut();
+        // The final response starts: no 100 after it, even if a streamed body reads on.
+        recv.expect_continue = false;
         (recv.failed.take(), recv.ended)
     };
     if failed.is_some() {
