@@ -1,4 +1,4 @@
-//! Server limits and timeouts, HTTP/1 and HTTP/2.
+//! Server limits and timeouts, HTTP/1, HTTP/2 and HTTP/3.
 
 use std::time::Duration;
 
@@ -25,7 +25,8 @@ pub struct Config {
     /// handshake and the HTTP/2 preface are bounded by it too). Stops slowloris clients from
     /// holding a connection. Default 10 s.
     pub header_read_timeout: Duration,
-    /// An idle keep-alive connection is closed after this long. Default 60 s.
+    /// An idle keep-alive connection is closed after this long (on HTTP/3, QUIC's idle
+    /// timeout: a connection with no packet for this long is gone). Default 60 s.
     pub idle_timeout: Duration,
     /// Longest wait for the next piece of a request body: 408 otherwise. Default 30 s.
     pub body_read_timeout: Duration,
@@ -66,8 +67,8 @@ pub struct Config {
     pub half_close: bool,
     /// The `Server` header value; `None` sends no `Server` header. Default `volt`.
     pub server_name: Option<String>,
-    /// HTTP/2: streams one client may have open at once (`SETTINGS_MAX_CONCURRENT_STREAMS`).
-    /// Default 256.
+    /// HTTP/2: streams one client may have open at once (`SETTINGS_MAX_CONCURRENT_STREAMS`);
+    /// on HTTP/3, the requests a QUIC connection may have open at once. Default 256.
     pub h2_max_concurrent_streams: u32,
     /// HTTP/2: the flow-control window of each request body, in bytes: how much a client may
     /// send before the handler reads. Default 256 KiB.

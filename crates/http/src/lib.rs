@@ -1,5 +1,5 @@
-//! volt's HTTP server (HTTP/1.0, 1.1 and 2 on volt-rt, cleartext or TLS, one worker per core)
-//! and client.
+//! volt's HTTP server (HTTP/1.0, 1.1 and 2 on volt-rt, cleartext or TLS, and HTTP/3 over QUIC;
+//! one worker per core) and client.
 //!
 //! # Overview
 //!
@@ -20,6 +20,8 @@
 //! - HTTP/2: a plain port answers the HTTP/2 preface (prior knowledge) as well as HTTP/1; with
 //!   [`Server::tls`] and a [`TlsConfig`] (PEM certificates, SNI) the port serves HTTPS, HTTP/2
 //!   or HTTP/1.1 as ALPN chooses. Handlers do not change.
+//! - HTTP/3: [`Server::http3`] adds it on the same port number over UDP (QUIC, with the TLS
+//!   certificates), advertised to TCP clients by `Alt-Svc`.
 //! - WebSocket (RFC 6455) on HTTP/1.1, plain or TLS: [`Request::websocket`] checks the
 //!   handshake, [`WebSocketUpgrade::on_upgrade`] answers 101 and runs a session on the
 //!   connection, where a [`WebSocket`] receives and sends [`Message`]s; the client's
@@ -64,13 +66,15 @@
 //! module touching both socket and codec), `transport` (plain TCP or TLS under `conn`), `tls`
 //! (rustls configuration and the TLS accept path), `h2` (volt-proto's HTTP/2 connection driven
 //! on the same transport: handlers polled inline, request and response bodies under flow
-//! control), `ws` (WebSocket: the server's handshake, and the session at either end on the
-//! transport the HTTP/1 connection hands over or the client opened; frames and
-//! permessage-deflate are `volt_proto::ws`'s), `client` (the client; `client::websocket` is
-//! its WebSocket handshake), `request` / `response` / `body`, `router`, `service`,
-//! `middleware` (`wrap`: an async function around a service), `static_files` (`ServeDir`),
-//! `coding` (content codings: negotiation, the compressors, a bounded sans-I/O
-//! decompressor), `compress` (the `Compress` wrapper), `cgi` (the CGI gateway: script lookup,
+//! control), `h3` (HTTP/3: quinn-proto's QUIC driven on volt-rt's UDP sockets, one endpoint
+//! per worker, and volt-proto's HTTP/3 codec on its streams, a task per request), `ws`
+//! (WebSocket: the server's handshake, and the session at either end on the transport the
+//! HTTP/1 connection hands over or the client opened; frames and permessage-deflate are
+//! `volt_proto::ws`'s), `client` (the client; `client::websocket` is its WebSocket
+//! handshake), `request` / `response` / `body`, `router`, `service`, `middleware` (`wrap`: an
+//! async function around a service), `static_files` (`ServeDir`), `coding` (content codings:
+//! negotiation, the compressors, a bounded sans-I/O decompressor), `compress` (the `Compress`
+//! wrapper), `cgi` (the CGI gateway: script lookup,
 //! meta-variables, the process and its pipes, the script's header block), `config`, `error`.
 //! HTTP/1 parsing and encoding live in `volt-proto`.
 #![forbid(unsafe_code)]
@@ -84,6 +88,7 @@ mod config;
 mod conn;
 mod error;
 mod h2;
+mod h3;
 mod json;
 mod middleware;
 mod request;

@@ -556,6 +556,7 @@ enum RequestBodyKind {
     Full(Box<Option<Bytes>>),
     H1(Rc<BodyReader>),
     H2(Box<H2Body>),
+    H3(Box<crate::h3::H3Body>),
 }
 
 impl RequestBody {
@@ -577,6 +578,12 @@ impl RequestBody {
         }
     }
 
+    pub(crate) fn h3(body: crate::h3::H3Body) -> RequestBody {
+        RequestBody {
+            kind: RequestBodyKind::H3(Box::new(body)),
+        }
+    }
+
     /// A body already in memory (for tests and adapters).
     pub fn full(bytes: Bytes) -> RequestBody {
         RequestBody {
@@ -592,6 +599,7 @@ impl RequestBody {
             RequestBodyKind::Full(b) => Ok(b.take()),
             RequestBodyKind::H1(reader) => reader.chunk().await,
             RequestBodyKind::H2(body) => body.chunk().await,
+            RequestBodyKind::H3(body) => body.chunk().await,
         }
     }
 
@@ -601,6 +609,7 @@ impl RequestBody {
     pub async fn trailers(&mut self) -> Result<Option<http::HeaderMap>, Error> {
         match &mut self.kind {
             RequestBodyKind::H2(body) => body.trailers().await,
+            RequestBodyKind::H3(body) => body.trailers().await,
             _ => {
                 while self.chunk().await?.is_some() {}
                 Ok(None)

@@ -4,11 +4,13 @@
 //! Shutdown (SIGINT/SIGTERM, or [`ServerHandle::shutdown`]) is graceful: every worker stops
 //! accepting, closes its idle keep-alive connections (and TLS ones still in their handshake),
 //! lets each busy one finish the request it is on (answering it with `Connection: close`),
-//! sends GOAWAY on HTTP/2 connections and lets their started streams finish, and returns when
-//! none is left or [`Config::shutdown_timeout`] has passed.
+//! sends GOAWAY on HTTP/2 and HTTP/3 connections and lets their started streams finish, and
+//! returns when none is left or [`Config::shutdown_timeout`] has passed.
 //!
 //! A plain port serves HTTP/1 and HTTP/2 with prior knowledge (told apart by the preface); a
-//! port with [`Server::tls`] serves HTTPS, HTTP/2 or HTTP/1.1 as ALPN chose.
+//! port with [`Server::tls`] serves HTTPS, HTTP/2 or HTTP/1.1 as ALPN chose; with
+//! [`Server::http3`] each worker also runs a QUIC endpoint on the same port number over UDP
+//! (`crate::h3`).
 
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -59,6 +61,7 @@ pub struct Server {
     handle_signals: bool,
     config: Config,
     tls: Option<crate::tls::Tls>,
+    http3: bool,
     handle: ServerHandle,
 }
 
@@ -109,6 +112,7 @@ impl Server {
             handle_signals: true,
             config: Config::default(),
             tls: None,
+            http3: false,
             handle: ServerHandle::default(),
         })
     }
@@ -147,6 +151,18 @@ impl Server {
         self
     }
 
+    /// Serves HTTP/3 (RFC 9114) as well, over QUIC on the same port number in UDP, with the
+    /// certificates of [`Server::tls`] (which it needs: QUIC is TLS 1.3 only, ALPN `h3`).
+    /// HTTP/1 and HTTP/2 responses then advertise it (`Alt-Svc: h3=":PORT"; ma=86400`, RFC
+    /// 7838), so browsers switch to it for later requests. Handlers do not change.
+    ///
+    /// Each worker binds its own UDP socket with `SO_REUSEPORT`; a client that moves to
+    /// another address mid-connection is not followed (connection migration is refused).
+    pub fn http3(mut self, on: bool) -> Server {
+        self.http3 = on;
+        self
+    }
+
     /// The bound address.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
@@ -175,6 +191,14 @@ impl Server {
         }
         let service = Arc::new(service);
         let config = Arc::new(self.config.capped());
+        let quic = match (self.http3, &self.tls) {
+            (false, _) => None,
+            (true, Some(tls)) => Some(Arc::new(crate::h3::server_config(tls, &config)?)),
+            (true, None) => {
+                let msg = "HTTP/3 needs TLS: call Server::tls before Server::http3";
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, msg));
+            }
+        };
         let first = Mutex::new(Some(self.listener));
         let addr = self.addr;
         let handle_signals = self.handle_signals;
@@ -184,6 +208,7 @@ impl Server {
             let service = service.clone();
             let config = config.clone();
             let tls = tls.clone();
+            let quic = quic.clone();
             async move {
                 let listener = match listener {
                     Some(l) => l,
@@ -194,6 +219,16 @@ impl Server {
                 };
                 set_defer_accept(&listener, config.defer_accept)?;
                 let listener = TcpListener::from_std(listener)?;
+                let h3 = match quic.map(|config| crate::h3::bind(addr).map(|s| (s, config))) {
+                    Some(Ok(h3)) => Some(h3),
+                    // The UDP port is taken: the whole server stops (gracefully) and `serve`
+                    // returns the error, rather than serve without HTTP/3 on this worker.
+                    Some(Err(e)) => {
+                        volt_rt::Handle::current().stop();
+                        return Err(e);
+                    }
+                    None => None,
+                };
                 if index == 0 && handle_signals {
                     volt_rt::spawn(async {
                         volt_rt::signal::shutdown_signal().await;
@@ -201,7 +236,7 @@ impl Server {
                     });
                 }
                 crate::request::set_listen_addr(addr);
-                run_worker(listener, service, config, tls).await;
+                run_worker(listener, h3, service, config, tls).await;
                 Ok::<(), io::Error>(())
             }
         });
@@ -211,11 +246,23 @@ impl Server {
 
 async fn run_worker<S: Service>(
     listener: TcpListener,
+    h3: Option<(volt_rt::net::UdpSocket, Arc<quinn_proto::ServerConfig>)>,
     service: Arc<S>,
     config: Arc<Config>,
     tls: Option<crate::tls::Tls>,
 ) {
-    let worker = Rc::new(Worker::new(config));
+    let port = listener.local_addr().map_or(0, |a| a.port());
+    let alt_svc = h3.is_some().then_some(port);
+    let worker = Rc::new(Worker::new(config, alt_svc));
+    // HTTP/3 on its own task, on the worker's UDP socket; it shuts down with the worker.
+    let h3 = h3.map(|(socket, quic)| {
+        volt_rt::spawn(crate::h3::run(
+            socket,
+            quic,
+            worker.clone(),
+            service.clone(),
+        ))
+    });
     let mut stopped = volt_rt::Handle::current().stopped();
     loop {
         if worker.conns.borrow().len() >= worker.config.max_connections_per_worker {
@@ -276,14 +323,20 @@ async fn run_worker<S: Service>(
     }
     drop(listener);
     worker.shut_down().await;
+    if let Some(h3) = h3 {
+        let _ = h3.await;
+    }
 }
 
 /// Per-worker server state, shared by its connections.
 pub(crate) struct Worker {
     pub(crate) config: Arc<Config>,
     pub(crate) limits: volt_proto::Limits,
-    /// `Server: <name>\r\n`, or nothing.
+    /// `Server: <name>\r\n`, or nothing; and `Alt-Svc: h3=":PORT"; ma=86400\r\n` when the
+    /// server speaks HTTP/3 (every HTTP/1 response head starts with these lines).
     pub(crate) server_header: Vec<u8>,
+    /// The `Alt-Svc` value advertising HTTP/3, for HTTP/2 responses.
+    pub(crate) alt_svc: Option<String>,
     /// When the second `ok_prefix` was rendered for ends (`None`: not rendered yet).
     date_until: Cell<Option<Instant>>,
     /// `HTTP/1.1 200 OK`, `Server` and `Date` lines, ready to copy.
@@ -396,12 +449,20 @@ impl Drop for ConnGuard {
 }
 
 impl Worker {
-    fn new(config: Arc<Config>) -> Worker {
-        let server_header = match &config.server_name {
+    /// `h3_port`: the port HTTP/3 is served on, advertised by `Alt-Svc`.
+    fn new(config: Arc<Config>, h3_port: Option<u16>) -> Worker {
+        let mut server_header = match &config.server_name {
             Some(name) => format!("Server: {name}\r\n").into_bytes(),
             None => Vec::new(),
         };
+        // RFC 7838 §3: the alternative is on the same host, this port over UDP; a day's
+        // lifetime (`ma`), as common servers send.
+        let alt_svc = h3_port.map(|port| format!("h3=\":{port}\"; ma=86400"));
+        if let Some(value) = &alt_svc {
+            server_header.extend_from_slice(format!("Alt-Svc: {value}\r\n").as_bytes());
+        }
         Worker {
+            alt_svc,
             limits: config.limits(),
             config,
             server_header,
@@ -603,7 +664,7 @@ mod tests {
     /// kept for good).
     #[test]
     fn pools_turn_large_buffers_away() {
-        let worker = Worker::new(Arc::new(Config::default()));
+        let worker = Worker::new(Arc::new(Config::default()), None);
         worker.give_read_buf(BytesMut::with_capacity(READ_BUF));
         worker.give_read_buf(BytesMut::with_capacity(1 << 20));
         worker.give_write_buf(Vec::with_capacity(1024));

@@ -16,6 +16,8 @@
 //!   [`net::TcpStream::readable`]) so protocol code can read until it would block and write
 //!   once; with the default features they implement `tokio::io` and `futures_io`'s
 //!   `AsyncRead`/`AsyncWrite`, so crates such as `h2` and `tokio-rustls` run on them.
+//!   [`net::UdpSocket`] sends and receives datagrams (`recv_from`/`send_to`, with `poll_*` and
+//!   `try_*` forms), for a sans-I/O QUIC stack to run on.
 //! - [`signal::shutdown_signal`] completes on SIGINT/SIGTERM; [`Handle::stop`] asks every
 //!   worker's main future to wind down through [`Handle::stopped`].
 //! - [`IoBackend`]: io_uring where the kernel allows it, else epoll; forced with

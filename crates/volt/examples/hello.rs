@@ -2,7 +2,9 @@
 //!
 //! `cargo run --release -p volt --example hello` then `curl localhost:8080/hello/you` (or
 //! `curl --http2-prior-knowledge ...` for HTTP/2). With `-- --tls-cert FILE --tls-key FILE`
-//! (PEM) it serves HTTPS instead: `curl -k https://localhost:8080/hello/you`.
+//! (PEM) it serves HTTPS instead: `curl -k https://localhost:8080/hello/you`; add `--http3` for
+//! HTTP/3 on the same port over UDP too (`curl -k --http3-only https://localhost:8080/`, with a
+//! curl built with HTTP/3).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

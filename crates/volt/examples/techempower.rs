@@ -30,9 +30,9 @@ fn main() -> std::io::Result<()> {
                     .and_then(|n| n.parse().ok())
                     .expect("--workers needs a number")
             }
-            "--tls-cert" | "--tls-key" => tls.read(&arg, &mut args),
+            "--tls-cert" | "--tls-key" | "--http3" => tls.read(&arg, &mut args),
             other => {
-                eprintln!("unknown argument `{other}`; usage: techempower [--addr HOST:PORT] [--workers N] [--tls-cert FILE --tls-key FILE]");
+                eprintln!("unknown argument `{other}`; usage: techempower [--addr HOST:PORT] [--workers N] [--tls-cert FILE --tls-key FILE [--http3]]");
                 std::process::exit(2);
             }
         }

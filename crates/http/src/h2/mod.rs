@@ -30,7 +30,7 @@
 //! connection to the handlers; [`response`] encodes response heads and pumps bodies out.
 
 mod inbox;
-mod response;
+pub(crate) mod response;
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -741,7 +741,7 @@ fn settings(config: &Config) -> Settings {
 }
 
 /// Polls a handler, catching a panic (`Ready(None)`: 500 for that stream only).
-fn poll_handler<F: Future<Output = Response>>(
+pub(crate) fn poll_handler<F: Future<Output = Response>>(
     fut: &mut Pin<Box<F>>,
     cx: &mut Context<'_>,
 ) -> Poll<Option<Response>> {
@@ -752,7 +752,7 @@ fn poll_handler<F: Future<Output = Response>>(
     }
 }
 
-fn internal_error() -> Response {
+pub(crate) fn internal_error() -> Response {
     Error::new(StatusCode::INTERNAL_SERVER_ERROR, "internal server error").into_response()
 }
 
@@ -764,6 +764,28 @@ fn to_request(
     remote: SocketAddr,
     config: &Config,
 ) -> Result<(Request, Rc<Parts>), Error> {
+    let parts = head_parts(head, Version::HTTP_2, remote, config)?;
+    let body = match inbox {
+        None => RequestBody::empty(),
+        Some(inbox) => RequestBody::h2(H2Body {
+            inbox,
+            received: 0,
+            max: config.max_body_bytes,
+            timeout: config.body_read_timeout,
+        }),
+    };
+    Ok((Request::from_parts(parts.clone(), body), parts))
+}
+
+/// A request's head from a decoded HTTP/2 or HTTP/3 head (the two share [`Head`]), checked
+/// against `config`'s limits (431, 414, 413 for a declared length) and HTTP/1's rules for
+/// the target (400).
+pub(crate) fn head_parts(
+    head: &Head,
+    version: Version,
+    remote: SocketAddr,
+    config: &Config,
+) -> Result<Rc<Parts>, Error> {
     if head.oversized || head.fields.len() > config.max_headers {
         return Err(Error::new(
             StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -798,7 +820,7 @@ fn to_request(
     let p = Rc::get_mut(&mut parts).expect("a pooled head is unique");
     p.parsed = RequestHead {
         method,
-        version: Version::HTTP_2,
+        version,
         target,
         headers: head.fields.clone(),
         head_len: head.buf.len(),
@@ -807,16 +829,7 @@ fn to_request(
         expect_continue: false,
     };
     p.finish(&head.buf, Some(remote));
-    let body = match inbox {
-        None => RequestBody::empty(),
-        Some(inbox) => RequestBody::h2(H2Body {
-            inbox,
-            received: 0,
-            max: config.max_body_bytes,
-            timeout: config.body_read_timeout,
-        }),
-    };
-    Ok((Request::from_parts(parts.clone(), body), parts))
+    Ok(parts)
 }
 
 /// Whether `target` (`:path`, `:authority` for CONNECT) is one HTTP/1's parser would admit:
@@ -830,7 +843,7 @@ fn target_ok(method: &Method, target: &[u8]) -> bool {
 }
 
 /// Trailer fields as a [`HeaderMap`] (fields that are not valid there are left out).
-fn header_map(head: &Head) -> HeaderMap {
+pub(crate) fn header_map(head: &Head) -> HeaderMap {
     let mut map = HeaderMap::new();
     for f in &head.fields {
         if let (Ok(name), Ok(value)) = (

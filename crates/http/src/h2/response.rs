@@ -125,6 +125,9 @@ where
         if let Some(name) = &worker.config.server_name {
             block.field(b"server", name.as_bytes());
         }
+        if let Some(alt_svc) = &worker.alt_svc {
+            block.field(b"alt-svc", alt_svc.as_bytes());
+        }
         worker.with_date(|date| block.field(b"date", date));
         if let Some(n) = length {
             block.field(b"content-length", itoa::Buffer::new().format(n).as_bytes());
@@ -301,7 +304,7 @@ fn stalled(since: Option<Instant>, sent: usize, blocked: bool) -> Option<Instant
     }
 }
 
-fn body_len(kind: &BodyKind) -> Option<u64> {
+pub(crate) fn body_len(kind: &BodyKind) -> Option<u64> {
     match kind {
         BodyKind::Full(b) => Some(b.len() as u64),
         BodyKind::Stream { len, .. } => *len,
@@ -310,14 +313,14 @@ fn body_len(kind: &BodyKind) -> Option<u64> {
 }
 
 /// Headers HTTP/2 forbids (connection-specific) or the server sets itself.
-fn is_managed(name: &HeaderName) -> bool {
+pub(crate) fn is_managed(name: &HeaderName) -> bool {
     use http::header::{CONTENT_LENGTH, DATE, SERVER};
     is_connection_specific(name) || *name == CONTENT_LENGTH || *name == DATE || *name == SERVER
 }
 
 /// Connection-specific fields, which a client must treat as malformed in a response or its
 /// trailers (RFC 9113 §8.2.2; `te` is for requests only).
-fn is_connection_specific(name: &HeaderName) -> bool {
+pub(crate) fn is_connection_specific(name: &HeaderName) -> bool {
     use http::header::{CONNECTION, TE, TRANSFER_ENCODING, UPGRADE};
     *name == CONNECTION
         || *name == TRANSFER_ENCODING

@@ -78,6 +78,19 @@ pub fn start_tls<S: Service>(
 }
 
 impl TestServer {
+    /// A server started elsewhere (another harness), on its thread.
+    pub fn from_parts(
+        addr: SocketAddr,
+        handle: ServerHandle,
+        thread: thread::JoinHandle<io::Result<()>>,
+    ) -> TestServer {
+        TestServer {
+            addr,
+            handle,
+            thread: Some(thread),
+        }
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }

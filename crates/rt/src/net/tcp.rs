@@ -13,10 +13,11 @@ use super::source::Source;
 use super::stream::{socket, Stream, Tcp, SOCKET_FLAGS};
 use crate::reactor::{Direction, Kind};
 
-/// How a [`TcpListener`] is bound. `SO_REUSEADDR` is always on.
+/// How a [`TcpListener`] is bound (`SO_REUSEADDR` always on), or a
+/// [`UdpSocket`](super::UdpSocket) ([`ListenOptions::bind_udp`]: only `reuse_port` applies).
 #[derive(Clone, Debug)]
 pub struct ListenOptions {
-    reuse_port: bool,
+    pub(super) reuse_port: bool,
     backlog: i32,
 }
 
@@ -94,7 +95,7 @@ fn new_socket(addr: SocketAddr) -> io::Result<OwnedFd> {
     })
 }
 
-fn to_std_addr(addr: rustix::net::SocketAddrAny) -> io::Result<SocketAddr> {
+pub(super) fn to_std_addr(addr: rustix::net::SocketAddrAny) -> io::Result<SocketAddr> {
     SocketAddr::try_from(addr).map_err(|_| io::Error::other("not an IP socket address"))
 }
 
