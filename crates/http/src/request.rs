@@ -539,6 +539,34 @@ impl fmt::Debug for Request {
     }
 }
 
+/// A request body's next piece on HTTP/2 and HTTP/3, where the body comes in frames the
+/// connection queues: `next` must give it within `timeout` (else 408), and the body may come
+/// to at most `max` bytes in all, counted in `received` (else 413).
+pub(crate) async fn bounded_piece(
+    next: impl std::future::Future<Output = Result<Option<Bytes>, Error>>,
+    timeout: std::time::Duration,
+    received: &mut u64,
+    max: u64,
+) -> Result<Option<Bytes>, Error> {
+    match volt_rt::time::timeout(timeout, next).await {
+        Err(_) => Err(Error::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request body took too long",
+        )),
+        Ok(Ok(Some(data))) => {
+            *received += data.len() as u64;
+            if *received > max {
+                return Err(Error::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("request body is over the limit of {max} bytes"),
+                ));
+            }
+            Ok(Some(data))
+        }
+        Ok(other) => other,
+    }
+}
+
 /// A request body, read chunk by chunk as it arrives from the client.
 ///
 /// Nothing is read from the socket until the handler asks, so a slow handler slows the client

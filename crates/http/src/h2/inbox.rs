@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::HeaderMap;
-use http::StatusCode;
 
+use crate::request::bounded_piece;
 use crate::response::Response;
 use crate::{Error, Request};
 
@@ -181,23 +181,7 @@ impl H2Body {
                 ))),
             }
         });
-        match volt_rt::time::timeout(self.timeout, next).await {
-            Err(_) => Err(Error::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "request body took too long",
-            )),
-            Ok(Ok(Some(data))) => {
-                self.received += data.len() as u64;
-                if self.received > self.max {
-                    return Err(Error::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        format!("request body is over the limit of {} bytes", self.max),
-                    ));
-                }
-                Ok(Some(data))
-            }
-            Ok(other) => other,
-        }
+        bounded_piece(next, self.timeout, &mut self.received, self.max).await
     }
 
     /// The trailer fields, once the body has been read to its end.

@@ -28,7 +28,7 @@ use volt_proto::h3::{
 use crate::body::{poll_next_caught, BodyKind, Trailers};
 use crate::h2::response::{body_len, is_connection_specific, is_managed};
 use crate::h2::{head_parts, header_map, internal_error};
-use crate::request::{give_parts, RequestBody};
+use crate::request::{bounded_piece, give_parts, RequestBody};
 use crate::response::{IntoResponse, Response};
 use crate::server::Worker;
 use crate::service::Service;
@@ -371,23 +371,7 @@ impl H3Body {
                 }
             }
         };
-        match volt_rt::time::timeout(self.timeout, next).await {
-            Err(_) => Err(Error::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "request body took too long",
-            )),
-            Ok(Ok(Some(data))) => {
-                self.received += data.len() as u64;
-                if self.received > self.max {
-                    return Err(Error::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        format!("request body is over the limit of {} bytes", self.max),
-                    ));
-                }
-                Ok(Some(data))
-            }
-            Ok(other) => other,
-        }
+        bounded_piece(next, self.timeout, &mut self.received, self.max).await
     }
 
     /// The trailer fields, once the body has been read to its end.
