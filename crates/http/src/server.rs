@@ -606,6 +606,9 @@ impl Worker {
         }
     }
 
+    /// Inline: called once per keep-alive request (an idle connection gives its buffer
+    /// back), and LTO left it out of line once the crate grew.
+    #[inline]
     pub(crate) fn give_write_buf(&self, mut buf: Vec<u8>) {
         let mut pool = self.write_pool.borrow_mut();
         if (1..=POOL_WRITE_MAX).contains(&buf.capacity()) && pool.len() < POOL_SIZE {
