@@ -33,22 +33,7 @@ pub fn start<S: Service>(service: S) -> TestServer {
 
 /// `workers` workers and `config`.
 pub fn start_with<S: Service>(workers: usize, config: Config, service: S) -> TestServer {
-    let server = Server::bind("127.0.0.1:0")
-        .expect("binding a free port")
-        .workers(workers)
-        .handle_signals(false)
-        .config(config);
-    let addr = server.local_addr();
-    let handle = server.handle();
-    let thread = thread::Builder::new()
-        .name("test-server".into())
-        .spawn(move || server.serve(service))
-        .expect("spawning the server thread");
-    TestServer {
-        addr,
-        handle,
-        thread: Some(thread),
-    }
+    serve(bound(workers, config), service)
 }
 
 /// `workers` workers, `config`, and TLS on the port.
@@ -58,12 +43,21 @@ pub fn start_tls<S: Service>(
     tls: volt_http::Tls,
     service: S,
 ) -> TestServer {
-    let server = Server::bind("127.0.0.1:0")
+    serve(bound(workers, config).tls(tls), service)
+}
+
+/// A server on a free loopback port with `workers` workers and `config`, signals left to the
+/// test runner: to be given more options, then [`serve`]d.
+pub fn bound(workers: usize, config: Config) -> Server {
+    Server::bind("127.0.0.1:0")
         .expect("binding a free port")
         .workers(workers)
         .handle_signals(false)
         .config(config)
-        .tls(tls);
+}
+
+/// Serves `service` with `server` on a thread of its own.
+pub fn serve<S: Service>(server: Server, service: S) -> TestServer {
     let addr = server.local_addr();
     let handle = server.handle();
     let thread = thread::Builder::new()
@@ -78,19 +72,6 @@ pub fn start_tls<S: Service>(
 }
 
 impl TestServer {
-    /// A server started elsewhere (another harness), on its thread.
-    pub fn from_parts(
-        addr: SocketAddr,
-        handle: ServerHandle,
-        thread: thread::JoinHandle<io::Result<()>>,
-    ) -> TestServer {
-        TestServer {
-            addr,
-            handle,
-            thread: Some(thread),
-        }
-    }
-
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }

@@ -5,10 +5,9 @@
 use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::thread;
 
 use bytes::{Buf, Bytes, BytesMut};
-use volt_http::{CertKey, Config, Server, Service, TlsConfig};
+use volt_http::{CertKey, Config, Service, TlsConfig};
 
 use crate::common::TestServer;
 use crate::h2common::cert_for;
@@ -28,20 +27,10 @@ pub fn start_h3<S: Service>(
     let tls = TlsConfig::new(CertKey::from_pem(certs.0.as_bytes(), certs.1.as_bytes()).unwrap())
         .build()
         .unwrap();
-    let server = Server::bind("127.0.0.1:0")
-        .expect("binding a free port")
-        .workers(workers)
-        .handle_signals(false)
-        .config(config)
-        .tls(tls)
-        .http3(true);
-    let addr = server.local_addr();
-    let handle = server.handle();
-    let thread = thread::Builder::new()
-        .name("test-server".into())
-        .spawn(move || server.serve(service))
-        .expect("spawning the server thread");
-    TestServer::from_parts(addr, handle, thread)
+    crate::common::serve(
+        crate::common::bound(workers, config).tls(tls).http3(true),
+        service,
+    )
 }
 
 /// A QUIC client trusting `der` only, offering ALPN `h3`.
