@@ -40,15 +40,16 @@ use crate::transport::Transport;
 use crate::{Error, Request};
 
 mod close;
+mod cold;
 mod encode;
 mod first_line;
 mod reader;
 mod upgrade;
 mod write;
 
-use first_line::{first_line, FirstLine};
-
 use close::Ending;
+use cold::cold;
+use first_line::{first_line, FirstLine};
 use write::{Nagle, FLUSH_AT};
 
 pub(crate) use reader::BodyReader;
@@ -195,13 +196,13 @@ pub(crate) fn serve<S: Service>(
                         if let Some(guard) = &guard {
                             guard.untrack();
                         }
-                        return Box::pin(switch_to_h2(io, service)).await;
+                        return cold(switch_to_h2(io, service)).await;
                     }
                     Next::Upgrade(pending) => {
                         if let Some(guard) = &guard {
                             guard.untrack();
                         }
-                        return Box::pin(upgrade::switch_to_websocket(io, pending)).await;
+                        return cold(upgrade::switch_to_websocket(io, pending)).await;
                     }
                 }
                 unfinished = match head_started {
@@ -232,7 +233,7 @@ pub(crate) fn serve<S: Service>(
                         io.respond_error(e, false);
                         // Boxed: this rare path would otherwise add a write future's size to
                         // every idle connection.
-                        Box::pin(io.flush(true)).await;
+                        cold(io.flush(true)).await;
                     }
                     break;
                 }
@@ -244,7 +245,7 @@ pub(crate) fn serve<S: Service>(
         let linger = io.lingers() && Rc::strong_count(&io) == 1;
         if linger || matches!(io.stream, Transport::Tls(_)) {
             // Boxed: rare, and it would widen every connection's future.
-            Box::pin(io.close(linger)).await;
+            cold(io.close(linger)).await;
         }
     }
 }
