@@ -76,8 +76,14 @@ fn a_stall_shows_in_corrected_latency_only() {
     });
 }
 
+/// The schedule is exact and never overrun; what is sent follows it. How closely depends on the
+/// machine: a sender stalled by other load catches up (that is the point of a schedule), but
+/// what is still due when the run's time is up is not sent. So the bounds below hold on a
+/// loaded machine (a 300 ms stall at the end) and still catch a pacer that is off: unpaced,
+/// 20 connections to a local server send tens of thousands of requests in 3 s; at half or
+/// twice the rate, 3,000 or 12,000. BENCHMARKS.md measures the rate itself on a quiet machine.
 #[test]
-fn the_rate_holds_within_one_percent() {
+fn the_rate_is_kept_and_never_overrun() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     guard(|| {
         let server = TestServer::start(Behavior::Hello);
@@ -106,16 +112,14 @@ fn the_rate_holds_within_one_percent() {
             (scheduled - rate * 3.0).abs() <= 20.0,
             "scheduled {scheduled}"
         );
-        // What was actually written: within 1% of the schedule, and of the target rate.
+        // Never ahead of the schedule, and not far behind it.
+        assert!(sent <= scheduled, "sent {sent} of {scheduled}");
+        assert!(sent >= scheduled * 0.9, "sent {sent} of {scheduled}");
         assert!(
-            (sent - scheduled).abs() / scheduled < 0.01,
-            "sent {sent} of {scheduled}"
-        );
-        assert!(
-            (achieved - rate).abs() / rate < 0.01,
+            achieved <= rate * 1.01 && achieved >= rate * 0.9,
             "achieved {achieved} req/s"
         );
-        // Sent requests really reached the server.
+        // Sent requests really reached the server, and were answered.
         assert!(server.requests() as f64 >= sent * 0.99);
         assert!((level.requests as f64 - sent).abs() / sent < 0.01);
     });
