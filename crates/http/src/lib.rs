@@ -83,6 +83,7 @@ mod body;
 mod cgi;
 mod client;
 mod coding;
+mod cold;
 mod compress;
 mod config;
 mod conn;

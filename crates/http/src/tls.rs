@@ -23,6 +23,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use volt_rt::future::{race, Either};
 use volt_rt::net::TcpStream;
 
+use crate::cold::cold;
 use crate::server::Worker;
 use crate::service::Service;
 use crate::transport::Transport;
@@ -208,7 +209,10 @@ pub(crate) async fn serve<S: Service>(
 ) {
     let _ = stream.set_nodelay(true);
     let timeout = worker.config.header_read_timeout;
-    let handshake = volt_rt::time::timeout(timeout, tls.acceptor.accept(stream));
+    // Polled out of line (`Cold`): inlined, rustls's handshake put its stack temporaries in
+    // every poll of the connection's task, a 24 KB frame whose pages each poll probed, request
+    // after request.
+    let handshake = cold(volt_rt::time::timeout(timeout, tls.acceptor.accept(stream)));
     // Graceful shutdown closes a connection still in its handshake, as it does an idle one: it
     // has no request in flight, and would otherwise hold the shutdown up for as long as the
     // client keeps its handshake unfinished (`header_read_timeout`).
@@ -221,7 +225,7 @@ pub(crate) async fn serve<S: Service>(
     };
     let is_h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
     if is_h2 {
-        Box::pin(crate::h2::serve(
+        cold(crate::h2::serve(
             Transport::tls(stream),
             bytes::BytesMut::new(),
             remote,

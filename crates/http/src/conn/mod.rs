@@ -40,7 +40,6 @@ use crate::transport::Transport;
 use crate::{Error, Request};
 
 mod close;
-mod cold;
 mod encode;
 mod first_line;
 mod read;
@@ -49,7 +48,7 @@ mod upgrade;
 mod write;
 
 use close::Ending;
-use cold::cold;
+use crate::cold::cold;
 use first_line::{first_line, FirstLine};
 use read::ReadError;
 use write::{Nagle, FLUSH_AT};

@@ -12,11 +12,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// `future`, boxed, with a `poll` that is never inlined into its caller's.
-pub(super) fn cold<F: Future>(future: F) -> Cold<F> {
+pub(crate) fn cold<F: Future>(future: F) -> Cold<F> {
     Cold(Box::pin(future))
 }
 
-pub(super) struct Cold<F>(Pin<Box<F>>);
+pub(crate) struct Cold<F>(Pin<Box<F>>);
 
 impl<F: Future> Future for Cold<F> {
     type Output = F::Output;
