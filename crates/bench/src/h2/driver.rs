@@ -27,13 +27,13 @@ const READ_BUFFER: usize = 2 * MAX_FRAME_BYTES;
 
 /// A request claimed (from the budget, or a scheduled send) and not yet on a stream.
 #[derive(Clone, Copy)]
-struct Claim {
+pub(crate) struct Claim {
     /// Rate mode: its scheduled time.
-    at: Option<Instant>,
+    pub at: Option<Instant>,
     /// Rate mode: the number of its scheduled send.
-    send: u64,
+    pub send: u64,
     /// When it was claimed: the slot waits from here while it connects.
-    claimed: Instant,
+    pub claimed: Instant,
 }
 
 /// What a slot keeps across its connections: buffers and protocol state, reused.
@@ -117,7 +117,7 @@ pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: 
 
 /// Claims the next request: from what the slot owes or the budget; in rate mode the next
 /// scheduled send, waited for. `None`: the slot is done.
-async fn claim(ctx: &WorkerCtx, slot: &Slot, sleep: &mut Sleep) -> Option<Claim> {
+pub(crate) async fn claim(ctx: &WorkerCtx, slot: &Slot, sleep: &mut Sleep) -> Option<Claim> {
     let plan = &*ctx.plan;
     let now = Instant::now();
     if plan.rate.is_none() {
@@ -149,7 +149,7 @@ async fn claim(ctx: &WorkerCtx, slot: &Slot, sleep: &mut Sleep) -> Option<Claim>
 }
 
 /// Takes one request from what the slot owes, else from the budget.
-fn take_one(ctx: &WorkerCtx, slot: &Slot) -> bool {
+pub(crate) fn take_one(ctx: &WorkerCtx, slot: &Slot) -> bool {
     let owed = slot.owed.get();
     if owed > 0 {
         slot.owed.set(owed - 1);
@@ -159,7 +159,7 @@ fn take_one(ctx: &WorkerCtx, slot: &Slot) -> bool {
 }
 
 /// A claimed request failed before it was sent.
-fn fail_claim(ctx: &WorkerCtx, slot: &Slot, claim: Claim, kind: ErrorKind) {
+pub(crate) fn fail_claim(ctx: &WorkerCtx, slot: &Slot, claim: Claim, kind: ErrorKind) {
     ctx.errors(kind, claim.at.unwrap_or(claim.claimed), 1);
     forget_send(ctx, slot, claim.send);
     slot.in_flight.set(0);
@@ -169,7 +169,7 @@ fn fail_claim(ctx: &WorkerCtx, slot: &Slot, claim: Claim, kind: ErrorKind) {
 /// A claimed request the server will not process (a GOAWAY came first): sent again with
 /// `--requests`; in a timed run dropped, as HTTP/1 drops the requests pipelined after a
 /// response that closed the connection.
-fn give_back(ctx: &WorkerCtx, slot: &Slot, send: u64) {
+pub(crate) fn give_back(ctx: &WorkerCtx, slot: &Slot, send: u64) {
     if ctx.plan.budget.is_limited() {
         slot.owed.set(slot.owed.get() + 1);
     }
@@ -177,7 +177,7 @@ fn give_back(ctx: &WorkerCtx, slot: &Slot, send: u64) {
 }
 
 /// Rate mode: send `k` is no longer in flight.
-fn forget_send(ctx: &WorkerCtx, slot: &Slot, k: u64) {
+pub(crate) fn forget_send(ctx: &WorkerCtx, slot: &Slot, k: u64) {
     if ctx.plan.rate.is_some() {
         let mut sends = slot.sends.borrow_mut();
         if let Some(i) = sends.iter().position(|&s| s == k) {
@@ -188,7 +188,7 @@ fn forget_send(ctx: &WorkerCtx, slot: &Slot, k: u64) {
 
 /// Closed loop: a pause after a connection that failed before its SETTINGS, so a dead or
 /// broken server is not hammered in a spin. (In rate mode the schedule paces the retries.)
-async fn backoff(ctx: &WorkerCtx) {
+pub(crate) async fn backoff(ctx: &WorkerCtx) {
     if ctx.plan.rate.is_none() {
         volt_rt::time::sleep(CONNECT_BACKOFF).await;
     }
