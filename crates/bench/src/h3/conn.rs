@@ -565,3 +565,160 @@ fn status(qpack: &mut Decoder, section: &[u8]) -> Result<Status, H3Error> {
     })?;
     Ok(status)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use volt_proto::h3::frame::{write_data_header, write_frame_header, write_headers};
+    use volt_proto::h3::qpack::{Encoder, Indexing};
+
+    fn stream() -> Stream {
+        let now = Instant::now();
+        Stream {
+            request: Request {
+                cursor: 0,
+                from: now,
+                started: now,
+                send: 0,
+                status: 0,
+            },
+            written: 0,
+            part: Part::Head,
+            frames: FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE),
+            buf: BytesMut::new(),
+        }
+    }
+
+    /// A HEADERS frame with `:status` (or `raw` fields when `status` is `None`).
+    fn head(status: Option<u16>, raw: &[(&[u8], &[u8])], out: &mut Vec<u8>) {
+        let mut section = Vec::new();
+        let mut encoder = Encoder::new();
+        encoder.begin(&mut section);
+        if let Some(status) = status {
+            encoder.status(status, &mut section);
+        }
+        for (name, value) in raw {
+            encoder.field(name, value, Indexing::Remember, &mut section);
+        }
+        write_headers(&section, out);
+    }
+
+    fn data(body: &[u8], out: &mut Vec<u8>) {
+        write_data_header(body.len() as u64, out);
+        out.extend_from_slice(body);
+    }
+
+    /// Feeds `bytes` one at a time (frames cut anywhere), then the FIN.
+    fn take(bytes: &[u8]) -> (Stream, Result<(), H3Error>) {
+        let mut s = stream();
+        let mut qpack = Decoder::new();
+        let mut receiving = 0;
+        for &b in bytes {
+            s.buf.extend_from_slice(&[b]);
+            if let Err(e) = take_frames(&mut s, &mut qpack, &mut receiving) {
+                return (s, Err(e));
+            }
+        }
+        let fin = s.frames.finish(&s.buf);
+        assert_eq!(receiving, usize::from(s.part != Part::Head));
+        (s, fin)
+    }
+
+    #[test]
+    fn interim_heads_are_skipped_and_trailers_taken() {
+        let mut out = Vec::new();
+        head(Some(103), &[(b"link", b"</a.css>")], &mut out);
+        head(Some(200), &[(b"content-type", b"text/plain")], &mut out);
+        data(b"Hello, ", &mut out);
+        data(b"World!", &mut out);
+        head(None, &[(b"x-checksum", b"1")], &mut out);
+        let (s, end) = take(&out);
+        end.unwrap();
+        assert_eq!((s.request.status, s.part), (200, Part::Done));
+    }
+
+    #[test]
+    fn a_response_without_a_body_ends_at_its_head() {
+        let mut out = Vec::new();
+        head(Some(404), &[], &mut out);
+        let (s, end) = take(&out);
+        end.unwrap();
+        assert_eq!((s.request.status, s.part), (404, Part::Body));
+    }
+
+    #[test]
+    fn frames_out_of_place_are_connection_errors() {
+        let cases: [(&str, fn(&mut Vec<u8>), Code); 4] = [
+            ("DATA first", |o| data(b"x", o), Code::H3_FRAME_UNEXPECTED),
+            (
+                "after trailers",
+                |o| {
+                    head(Some(200), &[], o);
+                    head(None, &[(b"x-t", b"1")], o);
+                    data(b"late", o);
+                },
+                Code::H3_FRAME_UNEXPECTED,
+            ),
+            (
+                "SETTINGS on a request stream",
+                |o| {
+                    head(Some(200), &[], o);
+                    write_settings(&Settings::default(), o);
+                },
+                Code::H3_FRAME_UNEXPECTED,
+            ),
+            (
+                "PUSH_PROMISE",
+                |o| {
+                    write_frame_header(0x05, 2, o);
+                    o.extend_from_slice(&[0x00, 0x00]);
+                },
+                Code::H3_ID_ERROR,
+            ),
+        ];
+        for (name, write, code) in cases {
+            let mut out = Vec::new();
+            write(&mut out);
+            let err = take(&out).1.unwrap_err();
+            assert_eq!(err.code(), code, "{name}: {err:?}");
+            assert!(err.is_connection_error(), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_head_without_a_valid_status_is_a_malformed_response() {
+        for raw in [
+            &[(&b"content-type"[..], &b"text/plain"[..])][..],
+            &[(b":status", b"2000")],
+            &[(b":status", b"abc")],
+        ] {
+            let mut out = Vec::new();
+            head(None, raw, &mut out);
+            let err = take(&out).1.unwrap_err();
+            assert_eq!(err.code(), Code::H3_MESSAGE_ERROR, "{raw:?}");
+            assert!(!err.is_connection_error());
+        }
+        let mut out = Vec::new();
+        head(Some(101), &[], &mut out);
+        assert_eq!(take(&out).1.unwrap_err().code(), Code::H3_MESSAGE_ERROR);
+    }
+
+    #[test]
+    fn a_qpack_section_that_needs_the_dynamic_table_closes_the_connection() {
+        // Required Insert Count 1: the server used a table we never allowed.
+        let mut out = Vec::new();
+        write_headers(&[0x01, 0x00, 0xd9], &mut out);
+        let err = take(&out).1.unwrap_err();
+        assert_eq!(err.code(), Code::QPACK_DECOMPRESSION_FAILED);
+    }
+
+    #[test]
+    fn a_stream_cut_inside_a_frame_is_a_frame_error() {
+        let mut out = Vec::new();
+        head(Some(200), &[], &mut out);
+        data(b"Hello", &mut out);
+        let (s, end) = take(&out[..out.len() - 2]);
+        assert_eq!(s.request.status, 200);
+        assert_eq!(end.unwrap_err().code(), Code::H3_FRAME_ERROR);
+    }
+}
