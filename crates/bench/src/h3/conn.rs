@@ -648,7 +648,9 @@ mod tests {
 
     #[test]
     fn frames_out_of_place_are_connection_errors() {
-        let cases: [(&str, fn(&mut Vec<u8>), Code); 4] = [
+        /// What the case is, the bytes it writes, the code it must close with.
+        type Case = (&'static str, fn(&mut Vec<u8>), Code);
+        let cases: [Case; 4] = [
             ("DATA first", |o| data(b"x", o), Code::H3_FRAME_UNEXPECTED),
             (
                 "after trailers",
