@@ -12,7 +12,6 @@ use std::cell::RefCell;
 use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -22,11 +21,10 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use volt_rt::net::TcpStream;
-use volt_rt::JoinHandle;
 
 use crate::config::Protocol;
-use crate::transport::{spawn_stream_driver, Connect, Transport};
-use crate::worker::{LiveGuard, Plan, Slot, WorkerCtx};
+use crate::transport::Transport;
+use crate::worker::Plan;
 
 /// What every TLS connection of a run is opened with.
 #[derive(Clone, Debug)]
@@ -101,8 +99,8 @@ fn quic_config(provider: Arc<CryptoProvider>) -> Result<quinn_proto::ClientConfi
 /// stream sits in a `RefCell` borrowed only inside each poll.
 pub(crate) struct TlsStream(RefCell<tokio_rustls::client::TlsStream<TcpStream>>);
 
-impl Connect for TlsStream {
-    async fn connect(plan: &Plan) -> io::Result<Self> {
+impl Transport for TlsStream {
+    async fn open(plan: &Plan) -> io::Result<Self> {
         let setup = plan.tls.as_ref().expect("a TLS run has a TLS setup");
         let tcp = TcpStream::connect(plan.addr).await?;
         tcp.set_nodelay(true)?;
@@ -114,17 +112,6 @@ impl Connect for TlsStream {
         Ok(TlsStream(RefCell::new(tls)))
     }
 
-    fn spawn_driver(
-        ctx: Rc<WorkerCtx>,
-        slot: Rc<Slot>,
-        conn: Option<Self>,
-        guard: LiveGuard,
-    ) -> JoinHandle<()> {
-        spawn_stream_driver(ctx, slot, conn, guard)
-    }
-}
-
-impl Transport for TlsStream {
     fn read<'a>(&'a self, buf: &'a mut [u8]) -> impl Future<Output = io::Result<usize>> + 'a {
         poll_fn(move |cx| self.poll_read(cx, buf))
     }

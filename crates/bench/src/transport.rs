@@ -16,8 +16,8 @@ use crate::h3::QuicConn;
 use crate::worker::{LiveGuard, Plan, Slot, WorkerCtx};
 
 /// What a worker opens for a connection slot (before the clock starts, and whenever a slot
-/// starts over), and the task that drives the slot on it: a byte stream with the HTTP/1 or
-/// HTTP/2 driver, or a QUIC connection with the HTTP/3 one.
+/// starts over), and the task that drives the slot on it: a byte stream ([`Transport`]) with
+/// the HTTP/1 or HTTP/2 driver, or a QUIC connection with the HTTP/3 one.
 pub(crate) trait Connect: Sized + 'static {
     /// Opens a connection to the run's server.
     async fn connect(plan: &Plan) -> io::Result<Self>;
@@ -40,7 +40,10 @@ pub(crate) trait Connect: Sized + 'static {
 /// `read` and `write_all` return the stream's own futures rather than being `async fn`s: an
 /// `async fn` wrapper is one more state machine to build and poll on every read (twice: once
 /// to wait, once to copy), about 60 instructions a response.
-pub(crate) trait Transport: Connect {
+pub(crate) trait Transport: Sized + 'static {
+    /// Opens a stream to the run's server.
+    async fn open(plan: &Plan) -> io::Result<Self>;
+
     /// Reads into `buf`, waiting for data; `Ok(0)` means the peer closed.
     fn read<'a>(&'a self, buf: &'a mut [u8]) -> impl Future<Output = io::Result<usize>> + 'a;
 
@@ -57,42 +60,29 @@ pub(crate) trait Transport: Connect {
     fn poll_write(&self, cx: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>>;
 }
 
-/// Starts the HTTP/1 or HTTP/2 driver of `slot` over a byte stream.
-pub(crate) fn spawn_stream_driver<T: Transport>(
-    ctx: Rc<WorkerCtx>,
-    slot: Rc<Slot>,
-    conn: Option<T>,
-    guard: LiveGuard,
-) -> JoinHandle<()> {
-    match ctx.plan.protocol {
-        Protocol::Http1 => volt_rt::spawn(async move {
-            let _guard = guard;
-            crate::driver::drive::<T>(&ctx, &slot, conn).await;
-        }),
-        Protocol::Http2 => volt_rt::spawn(async move {
-            let _guard = guard;
-            crate::h2::drive::<T>(&ctx, &slot, conn).await;
-        }),
-        Protocol::Http3 => unreachable!("HTTP/3 runs over QUIC, not a byte stream"),
-    }
-}
-
-impl Connect for TcpStream {
+/// Every byte stream runs the HTTP/1 or the HTTP/2 driver, as the run's protocol says.
+impl<T: Transport> Connect for T {
     async fn connect(plan: &Plan) -> io::Result<Self> {
-        let stream = TcpStream::connect(plan.addr).await?;
-        // Requests are written whole; Nagle would only delay a request written after a short
-        // write.
-        stream.set_nodelay(true)?;
-        Ok(stream)
+        T::open(plan).await
     }
 
     fn spawn_driver(
         ctx: Rc<WorkerCtx>,
         slot: Rc<Slot>,
-        conn: Option<Self>,
+        conn: Option<T>,
         guard: LiveGuard,
     ) -> JoinHandle<()> {
-        spawn_stream_driver(ctx, slot, conn, guard)
+        match ctx.plan.protocol {
+            Protocol::Http1 => volt_rt::spawn(async move {
+                let _guard = guard;
+                crate::driver::drive::<T>(&ctx, &slot, conn).await;
+            }),
+            Protocol::Http2 => volt_rt::spawn(async move {
+                let _guard = guard;
+                crate::h2::drive::<T>(&ctx, &slot, conn).await;
+            }),
+            Protocol::Http3 => unreachable!("HTTP/3 runs over QUIC, not a byte stream"),
+        }
     }
 }
 
@@ -115,6 +105,14 @@ impl Connect for QuicConn {
 }
 
 impl Transport for TcpStream {
+    async fn open(plan: &Plan) -> io::Result<Self> {
+        let stream = TcpStream::connect(plan.addr).await?;
+        // Requests are written whole; Nagle would only delay a request written after a short
+        // write.
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+
     #[inline]
     fn read<'a>(&'a self, buf: &'a mut [u8]) -> impl Future<Output = io::Result<usize>> + 'a {
         TcpStream::read(self, buf)

@@ -92,7 +92,7 @@ pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: 
             Some(c) => c,
             None => {
                 slot.connecting.set(true);
-                let result = T::connect(plan).await;
+                let result = T::open(plan).await;
                 slot.connecting.set(false);
                 match result {
                     Ok(c) => {
@@ -173,6 +173,38 @@ pub(crate) fn give_back(ctx: &WorkerCtx, slot: &Slot, send: u64) {
     if ctx.plan.budget.is_limited() {
         slot.owed.set(slot.owed.get() + 1);
     }
+    forget_send(ctx, slot, send);
+}
+
+/// Records a response that came whole at `now` to a request sent at `started`, whose latency
+/// counts `from` (its scheduled time in rate mode), on one of the slot's streams.
+pub(crate) fn record_response(
+    ctx: &WorkerCtx,
+    slot: &Slot,
+    (from, started): (Instant, Instant),
+    status: u16,
+    send: u64,
+    now: Instant,
+) {
+    if from >= ctx.measure_start {
+        let latency = micros_between(from, now);
+        let rate = ctx
+            .plan
+            .rate
+            .is_some()
+            .then(|| (micros_between(started, now), micros_between(from, started)));
+        let mut rec = ctx.rec.borrow_mut();
+        rec.responses(latency, 1, rate);
+        rec.status(status, 1);
+        drop(rec);
+        ctx.last_response.set(Some(now));
+    }
+    forget_send(ctx, slot, send);
+}
+
+/// A request on one of the slot's streams failed with `kind` (its stream was reset).
+pub(crate) fn fail_stream(ctx: &WorkerCtx, slot: &Slot, kind: ErrorKind, from: Instant, send: u64) {
+    ctx.errors(kind, from, 1);
     forget_send(ctx, slot, send);
 }
 
@@ -332,29 +364,11 @@ async fn run<T: Transport>(
 fn take_frames(ctx: &WorkerCtx, slot: &Slot, state: &mut SlotState) -> Result<(), ProtocolError> {
     let now = Instant::now();
     let input = &state.buf[state.start..state.end];
-    let rate_mode = ctx.plan.rate.is_some();
     let used = state.conn.receive(input, &mut |event| match event {
         Event::Response(s) => {
-            if s.from >= ctx.measure_start {
-                let latency = micros_between(s.from, now);
-                let rate = rate_mode.then(|| {
-                    (
-                        micros_between(s.started, now),
-                        micros_between(s.from, s.started),
-                    )
-                });
-                let mut rec = ctx.rec.borrow_mut();
-                rec.responses(latency, 1, rate);
-                rec.status(s.status, 1);
-                drop(rec);
-                ctx.last_response.set(Some(now));
-            }
-            forget_send(ctx, slot, s.send);
+            record_response(ctx, slot, (s.from, s.started), s.status, s.send, now)
         }
-        Event::Reset(s) => {
-            ctx.errors(ErrorKind::Reset, s.from, 1);
-            forget_send(ctx, slot, s.send);
-        }
+        Event::Reset(s) => fail_stream(ctx, slot, ErrorKind::Reset, s.from, s.send),
         Event::Refused(s) => give_back(ctx, slot, s.send),
     })?;
     state.start += used;

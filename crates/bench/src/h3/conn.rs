@@ -35,6 +35,7 @@ use volt_proto::h3::{
 };
 
 use super::request::H3Request;
+use crate::h2::status_code;
 
 /// A protocol error of the server's: the connection is closed with it.
 pub(crate) type ProtocolError = H3Error;
@@ -550,14 +551,8 @@ fn status(qpack: &mut Decoder, section: &[u8]) -> Result<Status, H3Error> {
     let mut status = Status::None;
     qpack.decode(section, |f| {
         if f.name == b":status" {
-            status = match (&status, f.value) {
-                (Status::None, [a @ b'1'..=b'9', b @ b'0'..=b'9', c @ b'0'..=b'9']) => {
-                    Status::Code(
-                        u16::from(*a - b'0') * 100
-                            + u16::from(*b - b'0') * 10
-                            + u16::from(*c - b'0'),
-                    )
-                }
+            status = match (&status, status_code(f.value)) {
+                (Status::None, Some(code)) => Status::Code(code),
                 _ => Status::Malformed,
             };
         }

@@ -21,9 +21,11 @@ use volt_rt::time::Sleep;
 use super::conn::{Event, H3Conn, Request};
 use super::quic::{Pumped, QuicConn};
 use crate::driver::failure_kind;
-use crate::h2::{backoff, claim, fail_claim, forget_send, give_back, Claim};
+use crate::h2::{
+    backoff, claim, fail_claim, fail_stream, forget_send, give_back, record_response, Claim,
+};
 use crate::stats::ErrorKind;
-use crate::worker::{micros_between, Slot, WorkerCtx};
+use crate::worker::{Slot, WorkerCtx};
 
 /// How a connection ended.
 enum End {
@@ -266,30 +268,10 @@ fn open(
 fn record(ctx: &WorkerCtx, slot: &Slot, event: Event, now: Instant) {
     match event {
         Event::Response(r) => {
-            if r.from >= ctx.measure_start {
-                let latency = micros_between(r.from, now);
-                let rate = ctx.plan.rate.is_some().then(|| {
-                    (
-                        micros_between(r.started, now),
-                        micros_between(r.from, r.started),
-                    )
-                });
-                let mut rec = ctx.rec.borrow_mut();
-                rec.responses(latency, 1, rate);
-                rec.status(r.status, 1);
-                drop(rec);
-                ctx.last_response.set(Some(now));
-            }
-            forget_send(ctx, slot, r.send);
+            record_response(ctx, slot, (r.from, r.started), r.status, r.send, now)
         }
-        Event::Reset(r) => {
-            ctx.errors(ErrorKind::Reset, r.from, 1);
-            forget_send(ctx, slot, r.send);
-        }
-        Event::Malformed(r) => {
-            ctx.errors(ErrorKind::Parse, r.from, 1);
-            forget_send(ctx, slot, r.send);
-        }
+        Event::Reset(r) => fail_stream(ctx, slot, ErrorKind::Reset, r.from, r.send),
+        Event::Malformed(r) => fail_stream(ctx, slot, ErrorKind::Parse, r.from, r.send),
         Event::Refused(r) => give_back(ctx, slot, r.send),
     }
 }
