@@ -19,7 +19,7 @@ use super::conn::{Connection, Event, ProtocolError, MAX_FRAME_BYTES};
 use super::streams::Stream;
 use crate::driver::{failure_kind, make_room, CONNECT_BACKOFF};
 use crate::stats::ErrorKind;
-use crate::transport::Transport;
+use crate::transport::{Connect, Transport};
 use crate::worker::{micros_between, Slot, WorkerCtx};
 
 /// Read buffer per connection: two of the largest frames we accept.
@@ -86,31 +86,42 @@ pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: 
         let Some(first) = claim(ctx, slot, &mut sleep).await else {
             return;
         };
-        slot.in_flight.set(1);
-        slot.waiting_since.set(Some(first.claimed));
-        let c = match conn.take() {
-            Some(c) => c,
-            None => {
-                slot.connecting.set(true);
-                let result = T::open(plan).await;
-                slot.connecting.set(false);
-                match result {
-                    Ok(c) => {
-                        ctx.rec.borrow_mut().counts.connections += 1;
-                        c
-                    }
-                    Err(_) => {
-                        fail_claim(ctx, slot, first, ErrorKind::Connect);
-                        backoff(ctx).await;
-                        continue;
-                    }
-                }
-            }
+        let Some(c) = connection(ctx, slot, first, conn.take()).await else {
+            continue;
         };
         match run(ctx, slot, &c, &mut state, first, &mut sleep).await {
             End::Done => return,
             End::Again if !state.conn.is_settled() => backoff(ctx).await,
             End::Again => {}
+        }
+    }
+}
+
+/// The connection to send the claimed request `first` on: `conn`, or a new one. `None`: the
+/// connect failed, which is `first` failing (after a pause in a closed loop).
+pub(crate) async fn connection<T: Connect>(
+    ctx: &WorkerCtx,
+    slot: &Slot,
+    first: Claim,
+    conn: Option<T>,
+) -> Option<T> {
+    slot.in_flight.set(1);
+    slot.waiting_since.set(Some(first.claimed));
+    if conn.is_some() {
+        return conn;
+    }
+    slot.connecting.set(true);
+    let result = T::connect(&ctx.plan).await;
+    slot.connecting.set(false);
+    match result {
+        Ok(c) => {
+            ctx.rec.borrow_mut().counts.connections += 1;
+            Some(c)
+        }
+        Err(_) => {
+            fail_claim(ctx, slot, first, ErrorKind::Connect);
+            backoff(ctx).await;
+            None
         }
     }
 }

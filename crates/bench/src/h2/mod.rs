@@ -11,8 +11,8 @@ mod streams;
 
 pub(crate) use conn::status_code;
 pub(crate) use driver::{
-    backoff, claim, drive, fail_claim, fail_stream, forget_send, give_back, record_response,
-    take_one, Claim,
+    backoff, claim, connection, drive, fail_claim, fail_stream, forget_send, give_back,
+    record_response, take_one, Claim,
 };
 pub(crate) use request::{fields, H2Request};
 #[cfg(test)]

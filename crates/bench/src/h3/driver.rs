@@ -22,7 +22,8 @@ use super::conn::{Event, H3Conn, Request};
 use super::quic::{Pumped, QuicConn};
 use crate::driver::failure_kind;
 use crate::h2::{
-    backoff, claim, fail_claim, fail_stream, forget_send, give_back, record_response, Claim,
+    backoff, claim, connection, fail_claim, fail_stream, forget_send, give_back, record_response,
+    Claim,
 };
 use crate::stats::ErrorKind;
 use crate::worker::{Slot, WorkerCtx};
@@ -50,26 +51,8 @@ pub(crate) async fn drive(ctx: &WorkerCtx, slot: &Slot, mut conn: Option<QuicCon
         let Some(first) = claim(ctx, slot, &mut sleep).await else {
             return;
         };
-        slot.in_flight.set(1);
-        slot.waiting_since.set(Some(first.claimed));
-        let mut c = match conn.take() {
-            Some(c) => c,
-            None => {
-                slot.connecting.set(true);
-                let result = QuicConn::open(plan).await;
-                slot.connecting.set(false);
-                match result {
-                    Ok(c) => {
-                        ctx.rec.borrow_mut().counts.connections += 1;
-                        c
-                    }
-                    Err(_) => {
-                        fail_claim(ctx, slot, first, ErrorKind::Connect);
-                        backoff(ctx).await;
-                        continue;
-                    }
-                }
-            }
+        let Some(mut c) = connection(ctx, slot, first, conn.take()).await else {
+            continue;
         };
         match run(ctx, slot, &mut c, &mut h3, first, &mut sleep).await {
             End::Done => return,
