@@ -29,8 +29,6 @@ use volt_rt::time::Sleep;
 
 use crate::worker::Plan;
 
-/// The largest datagram read (QUIC's are at most 65,527 bytes).
-const RECV_BUF: usize = 64 * 1024;
 /// Datagrams taken in before the driver lets the worker's other tasks run.
 const BATCH: usize = 64;
 
@@ -76,8 +74,12 @@ impl QuicConn {
         };
         let socket = UdpSocket::bind(local)?;
         socket.connect(plan.addr)?;
-        let mut endpoint =
-            quinn_proto::Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
+        let endpoint_config = EndpointConfig::default();
+        // The server may send no larger datagram than our transport parameters announce
+        // (RFC 9000 §18.2, quinn's default 1,472 bytes); a larger one is cut and fails QUIC's
+        // authentication. So a connection's receive buffer is that, not 64 KiB.
+        let recv_buf = endpoint_config.get_max_udp_payload_size() as usize;
+        let mut endpoint = quinn_proto::Endpoint::new(Arc::new(endpoint_config), None, true, None);
         let now = Instant::now();
         let (handle, conn) = endpoint
             .connect(now, config, plan.addr, &setup.server_name())
@@ -88,7 +90,7 @@ impl QuicConn {
             endpoint,
             handle,
             conn,
-            recv: vec![0; RECV_BUF].into_boxed_slice(),
+            recv: vec![0; recv_buf].into_boxed_slice(),
             send: Vec::with_capacity(1500),
             pending: None,
             scratch: Vec::new(),
