@@ -181,6 +181,35 @@ fn requests_with_a_body_are_exact() {
     });
 }
 
+/// The server shuts down gracefully in the middle of a `-n` run: it sends GOAWAY, finishes the
+/// requests it took, and refuses new connections. Each request counts once: the ones answered
+/// were served once each, a request past the GOAWAY is sent again rather than counted, and
+/// what could not be sent after that fails as a connect error, so the run ends with exactly
+/// `-n` requests accounted for.
+#[test]
+fn a_goaway_mid_run_counts_every_request_once() {
+    guard(|| {
+        let server =
+            volt_server::start_h3(volt_http::Config::default(), Duration::from_millis(100));
+        let config = h3(server.url("/slow"))
+            .connections(1)
+            .threads(1)
+            .streams(4)
+            .total_requests(40)
+            .build()
+            .unwrap();
+        let run = std::thread::spawn(move || volt_bench::run(&config));
+        std::thread::sleep(Duration::from_millis(350));
+        server.begin_shutdown();
+        let level = run.join().unwrap().unwrap().levels.remove(0);
+        assert_eq!(level.requests + level.errors.total, 40, "{level:?}");
+        assert!(level.requests >= 4, "{level:?}");
+        assert!(level.errors.connect > 0, "{:?}", level.errors);
+        assert_eq!(level.status.get(&200), Some(&level.requests));
+        assert_eq!(server.calls() as u64, level.requests);
+    });
+}
+
 /// Nothing listens on the UDP port: the connected socket hears ICMP's refusal, so the run
 /// ends at once with the target unreachable, not after a handshake timeout.
 #[test]

@@ -141,6 +141,12 @@ impl VoltServer {
         self.calls.calls.load(Ordering::Acquire)
     }
 
+    /// Starts the server's graceful shutdown (GOAWAY on HTTP/2 and HTTP/3) and returns.
+    #[allow(dead_code)] // Used by the HTTP/3 tests only.
+    pub fn begin_shutdown(&self) {
+        self.handle.shutdown();
+    }
+
     pub fn max_running(&self) -> usize {
         self.calls.max_running.load(Ordering::Acquire)
     }
