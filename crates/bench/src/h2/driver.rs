@@ -219,6 +219,26 @@ pub(crate) fn fail_stream(ctx: &WorkerCtx, slot: &Slot, kind: ErrorKind, from: I
     forget_send(ctx, slot, send);
 }
 
+/// The connection failed or closed: every request on it that has no answer failed (each
+/// once; `in_flight` gives each one's latency start and scheduled send), and a claimed request
+/// not yet sent fails with them.
+pub(crate) fn fail_connection(
+    ctx: &WorkerCtx,
+    slot: &Slot,
+    in_flight: impl Iterator<Item = (Instant, u64)>,
+    pending: Option<Claim>,
+    kind: ErrorKind,
+) {
+    for (from, send) in in_flight {
+        fail_stream(ctx, slot, kind, from, send);
+    }
+    if let Some(claim) = pending {
+        fail_claim(ctx, slot, claim, kind);
+    }
+    slot.in_flight.set(0);
+    slot.waiting_since.set(None);
+}
+
 /// Rate mode: send `k` is no longer in flight.
 pub(crate) fn forget_send(ctx: &WorkerCtx, slot: &Slot, k: u64) {
     if ctx.plan.rate.is_some() {
@@ -355,17 +375,8 @@ async fn run<T: Transport>(
             }
             Wake::Read(Err(e)) | Wake::WriteFailed(e) => failure_kind(&e),
         };
-        // The connection failed or closed: every request on it that has no answer failed
-        // (each once), and a claimed request not yet sent fails with them.
-        while let Some(s) = state.conn.streams.take_where(|_| true) {
-            ctx.errors(kind, s.from, 1);
-            forget_send(ctx, slot, s.send);
-        }
-        if let Some(claim) = first {
-            fail_claim(ctx, slot, claim, kind);
-        }
-        slot.in_flight.set(0);
-        slot.waiting_since.set(None);
+        let streams = std::iter::from_fn(|| state.conn.streams.take_where(|_| true));
+        fail_connection(ctx, slot, streams.map(|s| (s.from, s.send)), first, kind);
         return End::Again;
     }
 }

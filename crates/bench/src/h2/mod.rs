@@ -11,7 +11,7 @@ mod streams;
 
 pub(crate) use conn::status_code;
 pub(crate) use driver::{
-    backoff, claim, connection, drive, fail_claim, fail_stream, forget_send, give_back,
+    backoff, claim, connection, drive, fail_claim, fail_connection, fail_stream, give_back,
     record_response, take_one, Claim,
 };
 pub(crate) use request::{fields, H2Request};

@@ -22,8 +22,8 @@ use super::conn::{Event, H3Conn, Request};
 use super::quic::{Pumped, QuicConn};
 use crate::driver::failure_kind;
 use crate::h2::{
-    backoff, claim, connection, fail_claim, fail_stream, forget_send, give_back, record_response,
-    Claim,
+    backoff, claim, connection, fail_claim, fail_connection, fail_stream, give_back,
+    record_response, Claim,
 };
 use crate::stats::ErrorKind;
 use crate::worker::{Slot, WorkerCtx};
@@ -259,8 +259,7 @@ fn record(ctx: &WorkerCtx, slot: &Slot, event: Event, now: Instant) {
     }
 }
 
-/// The connection failed or closed: every request on it that has no answer failed (each
-/// once), and a claimed request not yet sent fails with them.
+/// The connection failed or closed: its requests fail with `kind` (`fail_connection`).
 fn fail_all(
     ctx: &WorkerCtx,
     slot: &Slot,
@@ -268,15 +267,8 @@ fn fail_all(
     pending: Option<Claim>,
     kind: ErrorKind,
 ) {
-    for r in h3.take_all() {
-        ctx.errors(kind, r.from, 1);
-        forget_send(ctx, slot, r.send);
-    }
-    if let Some(claim) = pending {
-        fail_claim(ctx, slot, claim, kind);
-    }
-    slot.in_flight.set(0);
-    slot.waiting_since.set(None);
+    let in_flight = h3.take_all().map(|r| (r.from, r.send));
+    fail_connection(ctx, slot, in_flight, pending, kind);
 }
 
 fn record_bytes(ctx: &WorkerCtx, pumped: &Pumped) {
