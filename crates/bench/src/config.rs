@@ -10,6 +10,7 @@ use std::time::Duration;
 use volt_proto::{Method, ResponseHead};
 
 use crate::h2::H2Request;
+use crate::h3::H3Request;
 use crate::request::{check_header, encode, EncodedRequest, RequestLine};
 use crate::target::Url;
 use crate::tls::TlsSetup;
@@ -27,6 +28,10 @@ pub enum Protocol {
     /// connection. Over cleartext TCP with prior knowledge (h2c, RFC 9113 §3.3); over TLS the
     /// server must choose `h2` by ALPN (§3.2), or the connect fails.
     Http2,
+    /// HTTP/3 (RFC 9114) over QUIC, to an `https://` URL's port in UDP: up to
+    /// [`streams`](ConfigBuilder::streams) requests in flight on each connection, each on a
+    /// stream of its own; ALPN `h3`, TLS 1.3.
+    Http3,
 }
 
 /// When a run (or each level of a sweep) ends.
@@ -382,9 +387,9 @@ impl ConfigBuilder {
         self
     }
 
-    /// [`Protocol::Http2`]: the most requests in flight on each connection, as concurrent
-    /// streams (default 1; fewer if the server's SETTINGS_MAX_CONCURRENT_STREAMS says so).
-    /// Like h2load's `-m`.
+    /// [`Protocol::Http2`] and [`Protocol::Http3`]: the most requests in flight on each
+    /// connection, as concurrent streams (default 1; fewer if the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS, or QUIC's MAX_STREAMS, says so). Like h2load's `-m`.
     pub fn streams(mut self, n: usize) -> Self {
         self.streams = n;
         self
@@ -486,22 +491,26 @@ impl ConfigBuilder {
                 "--streams must be at most {MAX_STREAMS}"
             )));
         }
-        if b.protocol == Protocol::Http2 {
+        if let Protocol::Http2 | Protocol::Http3 = b.protocol {
+            let flag = match b.protocol {
+                Protocol::Http2 => "--h2",
+                _ => "--h3",
+            };
             let conflict = if b.pipeline > 1 {
-                Some("--pipeline: HTTP/2 sends concurrent streams instead (--streams)")
+                Some("--pipeline: it sends concurrent streams instead (--streams)")
             } else if !b.keepalive {
-                Some("--no-keepalive: an HTTP/2 connection carries many requests")
+                Some("--no-keepalive: a connection carries many requests")
             } else if b.inspect.is_some() {
                 Some("inspect: it sees HTTP/1 response heads")
             } else {
                 None
             };
             if let Some(what) = conflict {
-                return Err(Error::config(format!("--h2 conflicts with {what}")));
+                return Err(Error::config(format!("{flag} conflicts with {what}")));
             }
         } else if b.streams > 1 {
             return Err(Error::config(
-                "--streams needs --h2: an HTTP/1.1 connection has one request in flight (see --pipeline)",
+                "--streams needs --h2 or --h3: an HTTP/1.1 connection has one request in flight (see --pipeline)",
             ));
         }
         if let Some(sweep) = &b.sweep {
@@ -517,6 +526,7 @@ impl ConfigBuilder {
         let mut urls = Vec::with_capacity(b.requests.len());
         let mut encoded = Vec::with_capacity(b.requests.len());
         let mut h2_encoded = Vec::new();
+        let mut h3_encoded = Vec::new();
         for line in &b.requests {
             let url = Url::parse(&line.url)?;
             if let Some(first) = urls.first() {
@@ -535,9 +545,21 @@ impl ConfigBuilder {
                 Some(m) => parse_method(m)?,
                 None => method.clone(),
             };
+            if b.protocol == Protocol::Http3 && !url.tls {
+                return Err(Error::url(
+                    &line.url,
+                    "--h3 needs an https:// URL: QUIC is always TLS",
+                ));
+            }
             encoded.push(encode(&method, &url, &b.headers, &b.body, !b.keepalive));
-            if b.protocol == Protocol::Http2 {
-                h2_encoded.push(H2Request::encode(&method, &url, &b.headers, &b.body));
+            match b.protocol {
+                Protocol::Http2 => {
+                    h2_encoded.push(H2Request::encode(&method, &url, &b.headers, &b.body))
+                }
+                Protocol::Http3 => {
+                    h3_encoded.push(H3Request::encode(&method, &url, &b.headers, &b.body))
+                }
+                Protocol::Http1 => {}
             }
             urls.push(url);
         }
@@ -559,6 +581,7 @@ impl ConfigBuilder {
             addr: addrs[0],
             requests: encoded,
             h2_requests: h2_encoded,
+            h3_requests: h3_encoded,
             method: b.method,
             connections: b.connections,
             threads,
@@ -594,6 +617,8 @@ pub struct Config {
     pub(crate) requests: Vec<EncodedRequest>,
     /// [`Protocol::Http2`]: the same requests as header blocks (else empty).
     pub(crate) h2_requests: Vec<H2Request>,
+    /// [`Protocol::Http3`]: the same requests as request-stream bytes (else empty).
+    pub(crate) h3_requests: Vec<H3Request>,
     pub(crate) method: String,
     pub(crate) connections: usize,
     pub(crate) threads: usize,
@@ -691,6 +716,15 @@ mod tests {
             base().protocol(Protocol::Http2).streams(0),
             base().protocol(Protocol::Http2).streams(MAX_STREAMS + 1),
             base().protocol(Protocol::Http2).inspect(|_| {}),
+            base().protocol(Protocol::Http3),
+            Config::builder()
+                .url("https://127.0.0.1:1/")
+                .protocol(Protocol::Http3)
+                .pipeline(2),
+            Config::builder()
+                .url("https://127.0.0.1:1/")
+                .protocol(Protocol::Http3)
+                .keepalive(false),
         ];
         for case in cases {
             let dbg = format!("{case:?}");

@@ -204,7 +204,7 @@ pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: 
         if conn.is_none() {
             slot.connecting.set(true);
             slot.waiting_since.set(Some(started));
-            let result = T::connect(plan).await;
+            let result = T::open(plan).await;
             slot.connecting.set(false);
             slot.waiting_since.set(None);
             match result {

@@ -6,8 +6,9 @@
 //! - [`Config`] (made by [`Config::builder`]) says what to send and how: URLs (round robin),
 //!   method, headers, body; connections and threads; a duration or a request count; pipelining;
 //!   a constant [`rate`](ConfigBuilder::rate); a [`Sweep`] over rates or connection counts; the
-//!   [`Protocol`]: HTTP/1.1, or HTTP/2 with [`streams`](ConfigBuilder::streams) in flight per
-//!   connection (with prior knowledge on `http://`, by ALPN on `https://`, which is TLS).
+//!   [`Protocol`]: HTTP/1.1, HTTP/2 with [`streams`](ConfigBuilder::streams) in flight per
+//!   connection (with prior knowledge on `http://`, by ALPN on `https://`, which is TLS), or
+//!   HTTP/3 over QUIC (`https://` only) with streams in flight the same way.
 //! - [`run`] executes it on one volt-rt worker per thread and returns a [`Report`]: requests/s,
 //!   bytes, errors by kind, status counts and latency percentiles per [`Level`]. The report is
 //!   `serde`-serializable, prints a summary with `Display`, and renders an HTML page with
@@ -17,7 +18,8 @@
 //!
 //! - Every response is parsed (`volt_proto`): status line, header fields, body framing
 //!   (`Content-Length`, chunked, until close); on HTTP/2 every frame, and every head through
-//!   HPACK. Bytes that are not a valid response count as parse errors; a connection that ends
+//!   HPACK; on HTTP/3 every frame, and every head through QPACK. Bytes that are not a valid
+//!   response count as parse errors; a connection that ends
 //!   mid-response counts as an error, never as a success.
 //! - In rate mode each request's latency is measured from the time it was *scheduled* to be
 //!   sent, so a server stall shows up in every request it delayed (no coordinated omission).
@@ -51,6 +53,8 @@
 //! - `driver`: the one module that joins them: runs a connection slot's exchanges.
 //! - `h2`: HTTP/2 with prior knowledge: header blocks, the stream table, the sans-I/O client
 //!   connection, and its own driver (concurrent streams per connection).
+//! - `h3`: HTTP/3 over QUIC: requests as stream bytes, a QUIC connection on a UDP socket of its
+//!   own (quinn-proto on volt-rt), the HTTP/3 client state (volt-proto's codec), its driver.
 //! - `worker`: slots, the controller (ticks, timeouts, end), the request budget.
 //! - `stats`: per-worker histograms and counters. `collect`: the thread that merges the
 //!   workers' seconds into the progress line, the interval log and the timeline.
@@ -64,6 +68,7 @@ mod driver;
 mod error;
 mod h1;
 mod h2;
+mod h3;
 mod html;
 mod report;
 mod request;
@@ -229,6 +234,7 @@ fn run_level(
         pipeline: config.pipeline,
         streams: config.streams,
         h2_requests: config.h2_requests.clone(),
+        h3_requests: config.h3_requests.clone(),
         connections: spec.connections,
         workers,
         rate: spec.rate,
@@ -358,6 +364,7 @@ fn run_info(config: &Config) -> RunInfo {
             (Protocol::Http1, true) => "http/1.1+tls",
             (Protocol::Http2, false) => "h2c",
             (Protocol::Http2, true) => "h2",
+            (Protocol::Http3, _) => "h3",
         }
         .into(),
         streams: config.streams,

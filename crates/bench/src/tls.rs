@@ -33,6 +33,8 @@ pub(crate) struct TlsSetup {
     name: ServerName<'static>,
     /// HTTP/2 needs the server to choose `h2` by ALPN (RFC 9113 §3.2).
     require_h2: bool,
+    /// HTTP/3: the QUIC client configuration (TLS 1.3 only, ALPN `h3`, the same verifier).
+    quic: Option<quinn_proto::ClientConfig>,
 }
 
 impl TlsSetup {
@@ -43,17 +45,54 @@ impl TlsSetup {
             .with_safe_default_protocol_versions()
             .map_err(|e| e.to_string())?
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
+            .with_custom_certificate_verifier(Arc::new(Unverified(provider.clone())))
             .with_no_client_auth();
         let require_h2 = protocol == Protocol::Http2;
         config.alpn_protocols = vec![if require_h2 { &b"h2"[..] } else { b"http/1.1" }.to_vec()];
         let name = ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
+        let quic = match protocol {
+            Protocol::Http3 => Some(quic_config(provider)?),
+            _ => None,
+        };
         Ok(TlsSetup {
             config: Arc::new(config),
             name,
             require_h2,
+            quic,
         })
     }
+
+    /// HTTP/3's QUIC client configuration, if this run speaks HTTP/3.
+    pub(crate) fn quic(&self) -> Option<&quinn_proto::ClientConfig> {
+        self.quic.as_ref()
+    }
+
+    /// The server's name, for SNI.
+    pub(crate) fn server_name(&self) -> String {
+        self.name.to_str().into_owned()
+    }
+}
+
+/// QUIC's TLS: 1.3 only (RFC 9001 §4.2), ALPN `h3` (RFC 9114 §3.1; a server that chooses
+/// nothing fails the handshake, as QUIC requires ALPN), the same unverified certificates. The
+/// transport lets the server open a few unidirectional streams (its control stream, QPACK's,
+/// some it may grease with) and no bidirectional ones (HTTP/3 servers open none).
+fn quic_config(provider: Arc<CryptoProvider>) -> Result<quinn_proto::ClientConfig, String> {
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let crypto =
+        quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls).map_err(|e| e.to_string())?;
+    let mut transport = quinn_proto::TransportConfig::default();
+    transport.max_concurrent_bidi_streams(0u32.into());
+    transport.max_concurrent_uni_streams(8u32.into());
+    let mut config = quinn_proto::ClientConfig::new(Arc::new(crypto));
+    config.transport_config(Arc::new(transport));
+    Ok(config)
 }
 
 /// A TLS connection. The drivers call it through `&self`, one task per connection, so the
@@ -61,7 +100,7 @@ impl TlsSetup {
 pub(crate) struct TlsStream(RefCell<tokio_rustls::client::TlsStream<TcpStream>>);
 
 impl Transport for TlsStream {
-    async fn connect(plan: &Plan) -> io::Result<Self> {
+    async fn open(plan: &Plan) -> io::Result<Self> {
         let setup = plan.tls.as_ref().expect("a TLS run has a TLS setup");
         let tcp = TcpStream::connect(plan.addr).await?;
         tcp.set_nodelay(true)?;

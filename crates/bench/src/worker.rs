@@ -24,11 +24,11 @@ use volt_rt::JoinHandle;
 
 use crate::collect::{Msg, Tick};
 use crate::config::{InspectFn, Protocol, Stop};
-use crate::driver;
+use crate::h3::QuicConn;
 use crate::request::RequestRing;
 use crate::stats::{micros, ErrorKind, Latencies, Recorder};
 use crate::tls::{TlsSetup, TlsStream};
-use crate::transport::Transport;
+use crate::transport::Connect;
 
 /// How often the controller sends interval histograms.
 pub(crate) const TICK: Duration = Duration::from_secs(1);
@@ -48,6 +48,8 @@ pub(crate) struct Plan {
     /// HTTP/2: streams in flight per connection, and the requests as header blocks.
     pub streams: usize,
     pub h2_requests: Vec<crate::h2::H2Request>,
+    /// HTTP/3: the requests as request-stream bytes.
+    pub h3_requests: Vec<crate::h3::H3Request>,
     pub connections: usize,
     pub workers: usize,
     pub rate: Option<f64>,
@@ -203,6 +205,7 @@ impl WorkerResult {
 /// Runs worker `worker` of a level to its end.
 pub(crate) async fn run(plan: Arc<Plan>, worker: usize) -> WorkerResult {
     match (plan.protocol, &plan.tls) {
+        (Protocol::Http3, _) => run_with::<QuicConn>(plan, worker).await,
         (Protocol::Http1 | Protocol::Http2, None) => run_with::<TcpStream>(plan, worker).await,
         (Protocol::Http1 | Protocol::Http2, Some(_)) => run_with::<TlsStream>(plan, worker).await,
     }
@@ -214,7 +217,7 @@ fn slot_indexes(plan: &Plan, worker: usize) -> impl Iterator<Item = usize> {
     (worker..plan.connections).step_by(plan.workers)
 }
 
-async fn run_with<T: Transport + 'static>(plan: Arc<Plan>, worker: usize) -> WorkerResult {
+async fn run_with<T: Connect>(plan: Arc<Plan>, worker: usize) -> WorkerResult {
     let indexes: Vec<usize> = slot_indexes(&plan, worker).collect();
     let rate_mode = plan.rate.is_some();
 
@@ -488,7 +491,7 @@ impl<T> Drop for Opening<T> {
 }
 
 /// Starts the task that drives `slot`, with its first connection if there is one.
-fn spawn_slot<T: Transport + 'static>(ctx: &Rc<WorkerCtx>, slot: &Rc<Slot>, first: FirstConn<T>) {
+fn spawn_slot<T: Connect>(ctx: &Rc<WorkerCtx>, slot: &Rc<Slot>, first: FirstConn<T>) {
     let conn = match first {
         FirstConn::Open(conn) => Some(conn),
         FirstConn::Opening(opening) => return spawn_connecting(ctx, slot, opening),
@@ -496,18 +499,7 @@ fn spawn_slot<T: Transport + 'static>(ctx: &Rc<WorkerCtx>, slot: &Rc<Slot>, firs
     };
     ctx.live.set(ctx.live.get() + 1);
     let guard = LiveGuard(ctx.clone());
-    let (ctx, slot_ref) = (ctx.clone(), slot.clone());
-    // A task per protocol, so that each driver's future is inlined into its task's poll.
-    let task = match ctx.plan.protocol {
-        Protocol::Http1 => volt_rt::spawn(async move {
-            let _guard = guard;
-            driver::drive::<T>(&ctx, &slot_ref, conn).await;
-        }),
-        Protocol::Http2 => volt_rt::spawn(async move {
-            let _guard = guard;
-            crate::h2::drive::<T>(&ctx, &slot_ref, conn).await;
-        }),
-    };
+    let task = T::spawn_driver(ctx.clone(), slot.clone(), conn, guard);
     *slot.task.borrow_mut() = Some(task);
 }
 
@@ -515,11 +507,7 @@ fn spawn_slot<T: Transport + 'static>(ctx: &Rc<WorkerCtx>, slot: &Rc<Slot>, firs
 /// task of its own. (The driver's future awaited in this one would not be inlined into its
 /// task's poll any more: callgrind counts 10 to 50 instructions a request more, depending on
 /// how it is nested.)
-fn spawn_connecting<T: Transport + 'static>(
-    ctx: &Rc<WorkerCtx>,
-    slot: &Rc<Slot>,
-    opening: Opening<T>,
-) {
+fn spawn_connecting<T: Connect>(ctx: &Rc<WorkerCtx>, slot: &Rc<Slot>, opening: Opening<T>) {
     ctx.live.set(ctx.live.get() + 1);
     let guard = LiveGuard(ctx.clone());
     let (ctx, slot_ref) = (ctx.clone(), slot.clone());
@@ -540,7 +528,7 @@ fn spawn_connecting<T: Transport + 'static>(
 /// Waits for a connect begun before the start. The slot is connecting meanwhile, so `expire`
 /// times it out like any connect (counting from the start); a connect that fails is a connect
 /// error, and the driver then connects again.
-async fn finish_connect<T: Transport>(
+async fn finish_connect<T: Connect>(
     ctx: &WorkerCtx,
     slot: &Slot,
     mut opening: Opening<T>,
@@ -563,7 +551,7 @@ async fn finish_connect<T: Transport>(
 }
 
 /// Counts a slot task as finished when it ends or is dropped (aborted).
-struct LiveGuard(Rc<WorkerCtx>);
+pub(crate) struct LiveGuard(Rc<WorkerCtx>);
 
 impl Drop for LiveGuard {
     fn drop(&mut self) {
@@ -584,10 +572,7 @@ enum Wake {
 }
 
 /// The controller loop. Returns when the measured window ended, and whether a signal ended it.
-async fn control<T: Transport + 'static>(
-    ctx: &Rc<WorkerCtx>,
-    slots: &[Rc<Slot>],
-) -> (Instant, bool) {
+async fn control<T: Connect>(ctx: &Rc<WorkerCtx>, slots: &[Rc<Slot>]) -> (Instant, bool) {
     let plan = &ctx.plan;
     let check_every = (plan.timeout / 4).clamp(Duration::from_millis(5), Duration::from_millis(50));
     let mut next_tick = ctx.measure_start + TICK;
@@ -650,7 +635,7 @@ async fn control<T: Transport + 'static>(
 }
 
 /// Replaces the task of every slot whose request (or connect) waited past the timeout.
-fn expire<T: Transport + 'static>(ctx: &Rc<WorkerCtx>, slots: &[Rc<Slot>], now: Instant) {
+fn expire<T: Connect>(ctx: &Rc<WorkerCtx>, slots: &[Rc<Slot>], now: Instant) {
     let timeout = ctx.plan.timeout;
     for slot in slots {
         let Some(since) = slot.waiting_since.get() else {
@@ -713,6 +698,7 @@ pub(crate) fn micros_between(from: Instant, to: Instant) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver;
     use std::io::{Read, Write};
 
     /// A server for one connection that answers every read with one empty `200`.
@@ -746,6 +732,7 @@ mod tests {
             pipeline: 1,
             streams: 1,
             h2_requests: Vec::new(),
+            h3_requests: Vec::new(),
             connections: 1,
             workers: 1,
             rate: Some(rate),

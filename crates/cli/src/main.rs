@@ -21,8 +21,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Load-test an HTTP/1.1 or HTTP/2 server, over TCP or TLS: closed loop (like wrk, or
-    /// h2load with --h2), constant rate with latency corrected for coordinated omission (like wrk2), or a
+    /// Load-test an HTTP/1.1, HTTP/2 or HTTP/3 server, over TCP, TLS or QUIC: closed loop
+    /// (like wrk, or h2load with --h2), constant rate with latency corrected for coordinated omission (like wrk2), or a
     /// sweep over rates or connections.
     Bench(Box<BenchArgs>),
     /// Serve a directory's files over HTTP/1.1 and HTTP/2 (h2c): conditional requests, byte
@@ -40,6 +40,7 @@ Examples:
   volt bench -n 10000 --no-keepalive -c 32 http://127.0.0.1:8080/
   volt bench --h2 -c 16 --streams 32 -d 10s http://127.0.0.1:8080/plaintext
   volt bench --h2 -c 16 --streams 32 -d 10s https://127.0.0.1:8443/plaintext
+  volt bench --h3 -c 16 --streams 32 -d 10s https://127.0.0.1:8443/plaintext
 
 https:// URLs are loaded over TLS (the certificate is not verified, as wrk and h2load do not).")]
 struct BenchArgs {
@@ -90,8 +91,13 @@ struct BenchArgs {
     #[arg(long)]
     h2: bool,
 
-    /// With --h2: the most requests in flight on each connection, as concurrent streams (fewer
-    /// if the server's SETTINGS_MAX_CONCURRENT_STREAMS says so); h2load's -m
+    /// HTTP/3 over QUIC (UDP, same port number) to an https:// URL: ALPN h3, TLS 1.3
+    #[arg(long, conflicts_with = "h2")]
+    h3: bool,
+
+    /// With --h2 or --h3: the most requests in flight on each connection, as concurrent
+    /// streams (fewer if the server's SETTINGS_MAX_CONCURRENT_STREAMS, or QUIC's MAX_STREAMS,
+    /// says so); h2load's -m
     #[arg(long, value_name = "N", default_value_t = 1)]
     streams: usize,
 
@@ -227,6 +233,9 @@ fn build_config(args: &BenchArgs) -> Result<Config, volt_bench::Error> {
     }
     if args.h2 {
         b = b.protocol(Protocol::Http2);
+    }
+    if args.h3 {
+        b = b.protocol(Protocol::Http3);
     }
     if let Some(t) = args.threads {
         b = b.threads(t);

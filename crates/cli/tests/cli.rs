@@ -75,6 +75,24 @@ fn h2_flags_that_mean_nothing_together_are_one_line_errors() {
     );
 }
 
+#[test]
+fn h3_flags_that_mean_nothing_together_are_one_line_errors() {
+    let https = "https://127.0.0.1:9/";
+    assert_usage_error(
+        &["bench", "--h3", "http://127.0.0.1:9/"],
+        "--h3 needs an https:// URL",
+    );
+    assert_usage_error(&["bench", "--h3", "--h2", https], "cannot be used with");
+    assert_usage_error(
+        &["bench", "--h3", "--pipeline", "4", https],
+        "--h3 conflicts with --pipeline",
+    );
+    assert_usage_error(
+        &["bench", "--h3", "--no-keepalive", https],
+        "--h3 conflicts with --no-keepalive",
+    );
+}
+
 /// Values that parse but that no run can use: one line, not a panic (`-d`, `--timeout` and
 /// `--warmup` past what `Instant` can add overflowed it; a huge `--pipeline` or `-c` aborted
 /// on a failed allocation).

@@ -104,3 +104,25 @@ fn reuse_port_lets_two_sockets_share_a_port() {
         })
     });
 }
+
+/// A connected socket hears of a port with nothing bound (loopback answers with ICMP port
+/// unreachable): its next receive fails with `ConnectionRefused` rather than waiting forever.
+#[test]
+fn a_connected_socket_sees_a_closed_port_refuse() {
+    guard(|| {
+        block_on(async {
+            // A port that was free a moment ago: bound, read, released.
+            let gone = UdpSocket::bind("127.0.0.1:0").unwrap();
+            let addr = gone.local_addr().unwrap();
+            drop(gone);
+            let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+            client.connect(addr).unwrap();
+            client.send_to(b"anyone?", addr).await.unwrap();
+            let mut buf = [0; 64];
+            let read = volt_rt::time::timeout(Duration::from_secs(5), client.recv_from(&mut buf))
+                .await
+                .expect("the refusal arrives at once on loopback");
+            assert_eq!(read.unwrap_err().kind(), io::ErrorKind::ConnectionRefused);
+        })
+    });
+}

@@ -435,14 +435,8 @@ impl Connection {
         let mut status = HeadStatus::None;
         self.decoder.decode(block, |name, value| {
             if name == b":status" {
-                status = match (&status, value) {
-                    (HeadStatus::None, [a @ b'1'..=b'9', b @ b'0'..=b'9', c @ b'0'..=b'9']) => {
-                        HeadStatus::Status(
-                            u16::from(*a - b'0') * 100
-                                + u16::from(*b - b'0') * 10
-                                + u16::from(*c - b'0'),
-                        )
-                    }
+                status = match (&status, status_code(value)) {
+                    (HeadStatus::None, Some(code)) => HeadStatus::Status(code),
                     _ => HeadStatus::Malformed,
                 };
             }
@@ -543,6 +537,16 @@ impl Connection {
         if s.body_left > 0 {
             self.bodies -= 1;
         }
+    }
+}
+
+/// A `:status` value's code: three digits, the first not 0 (HTTP/2 and HTTP/3 alike).
+pub(crate) fn status_code(value: &[u8]) -> Option<u16> {
+    match value {
+        [a @ b'1'..=b'9', b @ b'0'..=b'9', c @ b'0'..=b'9'] => {
+            Some(u16::from(*a - b'0') * 100 + u16::from(*b - b'0') * 10 + u16::from(*c - b'0'))
+        }
+        _ => None,
     }
 }
 

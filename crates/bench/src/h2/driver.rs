@@ -19,7 +19,7 @@ use super::conn::{Connection, Event, ProtocolError, MAX_FRAME_BYTES};
 use super::streams::Stream;
 use crate::driver::{failure_kind, make_room, CONNECT_BACKOFF};
 use crate::stats::ErrorKind;
-use crate::transport::Transport;
+use crate::transport::{Connect, Transport};
 use crate::worker::{micros_between, Slot, WorkerCtx};
 
 /// Read buffer per connection: two of the largest frames we accept.
@@ -27,13 +27,13 @@ const READ_BUFFER: usize = 2 * MAX_FRAME_BYTES;
 
 /// A request claimed (from the budget, or a scheduled send) and not yet on a stream.
 #[derive(Clone, Copy)]
-struct Claim {
+pub(crate) struct Claim {
     /// Rate mode: its scheduled time.
-    at: Option<Instant>,
+    pub at: Option<Instant>,
     /// Rate mode: the number of its scheduled send.
-    send: u64,
+    pub send: u64,
     /// When it was claimed: the slot waits from here while it connects.
-    claimed: Instant,
+    pub claimed: Instant,
 }
 
 /// What a slot keeps across its connections: buffers and protocol state, reused.
@@ -86,26 +86,8 @@ pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: 
         let Some(first) = claim(ctx, slot, &mut sleep).await else {
             return;
         };
-        slot.in_flight.set(1);
-        slot.waiting_since.set(Some(first.claimed));
-        let c = match conn.take() {
-            Some(c) => c,
-            None => {
-                slot.connecting.set(true);
-                let result = T::connect(plan).await;
-                slot.connecting.set(false);
-                match result {
-                    Ok(c) => {
-                        ctx.rec.borrow_mut().counts.connections += 1;
-                        c
-                    }
-                    Err(_) => {
-                        fail_claim(ctx, slot, first, ErrorKind::Connect);
-                        backoff(ctx).await;
-                        continue;
-                    }
-                }
-            }
+        let Some(c) = connection(ctx, slot, first, conn.take()).await else {
+            continue;
         };
         match run(ctx, slot, &c, &mut state, first, &mut sleep).await {
             End::Done => return,
@@ -115,9 +97,38 @@ pub(crate) async fn drive<T: Transport>(ctx: &WorkerCtx, slot: &Slot, mut conn: 
     }
 }
 
+/// The connection to send the claimed request `first` on: `conn`, or a new one. `None`: the
+/// connect failed, which is `first` failing (after a pause in a closed loop).
+pub(crate) async fn connection<T: Connect>(
+    ctx: &WorkerCtx,
+    slot: &Slot,
+    first: Claim,
+    conn: Option<T>,
+) -> Option<T> {
+    slot.in_flight.set(1);
+    slot.waiting_since.set(Some(first.claimed));
+    if conn.is_some() {
+        return conn;
+    }
+    slot.connecting.set(true);
+    let result = T::connect(&ctx.plan).await;
+    slot.connecting.set(false);
+    match result {
+        Ok(c) => {
+            ctx.rec.borrow_mut().counts.connections += 1;
+            Some(c)
+        }
+        Err(_) => {
+            fail_claim(ctx, slot, first, ErrorKind::Connect);
+            backoff(ctx).await;
+            None
+        }
+    }
+}
+
 /// Claims the next request: from what the slot owes or the budget; in rate mode the next
 /// scheduled send, waited for. `None`: the slot is done.
-async fn claim(ctx: &WorkerCtx, slot: &Slot, sleep: &mut Sleep) -> Option<Claim> {
+pub(crate) async fn claim(ctx: &WorkerCtx, slot: &Slot, sleep: &mut Sleep) -> Option<Claim> {
     let plan = &*ctx.plan;
     let now = Instant::now();
     if plan.rate.is_none() {
@@ -149,7 +160,7 @@ async fn claim(ctx: &WorkerCtx, slot: &Slot, sleep: &mut Sleep) -> Option<Claim>
 }
 
 /// Takes one request from what the slot owes, else from the budget.
-fn take_one(ctx: &WorkerCtx, slot: &Slot) -> bool {
+pub(crate) fn take_one(ctx: &WorkerCtx, slot: &Slot) -> bool {
     let owed = slot.owed.get();
     if owed > 0 {
         slot.owed.set(owed - 1);
@@ -159,7 +170,7 @@ fn take_one(ctx: &WorkerCtx, slot: &Slot) -> bool {
 }
 
 /// A claimed request failed before it was sent.
-fn fail_claim(ctx: &WorkerCtx, slot: &Slot, claim: Claim, kind: ErrorKind) {
+pub(crate) fn fail_claim(ctx: &WorkerCtx, slot: &Slot, claim: Claim, kind: ErrorKind) {
     ctx.errors(kind, claim.at.unwrap_or(claim.claimed), 1);
     forget_send(ctx, slot, claim.send);
     slot.in_flight.set(0);
@@ -169,15 +180,67 @@ fn fail_claim(ctx: &WorkerCtx, slot: &Slot, claim: Claim, kind: ErrorKind) {
 /// A claimed request the server will not process (a GOAWAY came first): sent again with
 /// `--requests`; in a timed run dropped, as HTTP/1 drops the requests pipelined after a
 /// response that closed the connection.
-fn give_back(ctx: &WorkerCtx, slot: &Slot, send: u64) {
+pub(crate) fn give_back(ctx: &WorkerCtx, slot: &Slot, send: u64) {
     if ctx.plan.budget.is_limited() {
         slot.owed.set(slot.owed.get() + 1);
     }
     forget_send(ctx, slot, send);
 }
 
+/// Records a response that came whole at `now` to a request sent at `started`, whose latency
+/// counts `from` (its scheduled time in rate mode), on one of the slot's streams.
+pub(crate) fn record_response(
+    ctx: &WorkerCtx,
+    slot: &Slot,
+    (from, started): (Instant, Instant),
+    status: u16,
+    send: u64,
+    now: Instant,
+) {
+    if from >= ctx.measure_start {
+        let latency = micros_between(from, now);
+        let rate = ctx
+            .plan
+            .rate
+            .is_some()
+            .then(|| (micros_between(started, now), micros_between(from, started)));
+        let mut rec = ctx.rec.borrow_mut();
+        rec.responses(latency, 1, rate);
+        rec.status(status, 1);
+        drop(rec);
+        ctx.last_response.set(Some(now));
+    }
+    forget_send(ctx, slot, send);
+}
+
+/// A request on one of the slot's streams failed with `kind` (its stream was reset).
+pub(crate) fn fail_stream(ctx: &WorkerCtx, slot: &Slot, kind: ErrorKind, from: Instant, send: u64) {
+    ctx.errors(kind, from, 1);
+    forget_send(ctx, slot, send);
+}
+
+/// The connection failed or closed: every request on it that has no answer failed (each
+/// once; `in_flight` gives each one's latency start and scheduled send), and a claimed request
+/// not yet sent fails with them.
+pub(crate) fn fail_connection(
+    ctx: &WorkerCtx,
+    slot: &Slot,
+    in_flight: impl Iterator<Item = (Instant, u64)>,
+    pending: Option<Claim>,
+    kind: ErrorKind,
+) {
+    for (from, send) in in_flight {
+        fail_stream(ctx, slot, kind, from, send);
+    }
+    if let Some(claim) = pending {
+        fail_claim(ctx, slot, claim, kind);
+    }
+    slot.in_flight.set(0);
+    slot.waiting_since.set(None);
+}
+
 /// Rate mode: send `k` is no longer in flight.
-fn forget_send(ctx: &WorkerCtx, slot: &Slot, k: u64) {
+pub(crate) fn forget_send(ctx: &WorkerCtx, slot: &Slot, k: u64) {
     if ctx.plan.rate.is_some() {
         let mut sends = slot.sends.borrow_mut();
         if let Some(i) = sends.iter().position(|&s| s == k) {
@@ -188,7 +251,7 @@ fn forget_send(ctx: &WorkerCtx, slot: &Slot, k: u64) {
 
 /// Closed loop: a pause after a connection that failed before its SETTINGS, so a dead or
 /// broken server is not hammered in a spin. (In rate mode the schedule paces the retries.)
-async fn backoff(ctx: &WorkerCtx) {
+pub(crate) async fn backoff(ctx: &WorkerCtx) {
     if ctx.plan.rate.is_none() {
         volt_rt::time::sleep(CONNECT_BACKOFF).await;
     }
@@ -312,17 +375,8 @@ async fn run<T: Transport>(
             }
             Wake::Read(Err(e)) | Wake::WriteFailed(e) => failure_kind(&e),
         };
-        // The connection failed or closed: every request on it that has no answer failed
-        // (each once), and a claimed request not yet sent fails with them.
-        while let Some(s) = state.conn.streams.take_where(|_| true) {
-            ctx.errors(kind, s.from, 1);
-            forget_send(ctx, slot, s.send);
-        }
-        if let Some(claim) = first {
-            fail_claim(ctx, slot, claim, kind);
-        }
-        slot.in_flight.set(0);
-        slot.waiting_since.set(None);
+        let streams = std::iter::from_fn(|| state.conn.streams.take_where(|_| true));
+        fail_connection(ctx, slot, streams.map(|s| (s.from, s.send)), first, kind);
         return End::Again;
     }
 }
@@ -332,29 +386,11 @@ async fn run<T: Transport>(
 fn take_frames(ctx: &WorkerCtx, slot: &Slot, state: &mut SlotState) -> Result<(), ProtocolError> {
     let now = Instant::now();
     let input = &state.buf[state.start..state.end];
-    let rate_mode = ctx.plan.rate.is_some();
     let used = state.conn.receive(input, &mut |event| match event {
         Event::Response(s) => {
-            if s.from >= ctx.measure_start {
-                let latency = micros_between(s.from, now);
-                let rate = rate_mode.then(|| {
-                    (
-                        micros_between(s.started, now),
-                        micros_between(s.from, s.started),
-                    )
-                });
-                let mut rec = ctx.rec.borrow_mut();
-                rec.responses(latency, 1, rate);
-                rec.status(s.status, 1);
-                drop(rec);
-                ctx.last_response.set(Some(now));
-            }
-            forget_send(ctx, slot, s.send);
+            record_response(ctx, slot, (s.from, s.started), s.status, s.send, now)
         }
-        Event::Reset(s) => {
-            ctx.errors(ErrorKind::Reset, s.from, 1);
-            forget_send(ctx, slot, s.send);
-        }
+        Event::Reset(s) => fail_stream(ctx, slot, ErrorKind::Reset, s.from, s.send),
         Event::Refused(s) => give_back(ctx, slot, s.send),
     })?;
     state.start += used;

@@ -31,10 +31,39 @@ fn dropped(name: &str, value: &str) -> bool {
     }
 }
 
+/// Calls `field` with each field of a request's head, as HTTP/2 and HTTP/3 send it:
+/// `:method`, `:scheme`, `:authority` (a `Host` header given replaces the URL's), `:path`,
+/// the extra headers (lowercase, those about the connection dropped), and `content-length`
+/// where HTTP/1 sends one.
+pub(crate) fn fields(
+    method: &Method,
+    url: &Url,
+    headers: &[(String, String)],
+    body: &[u8],
+    mut field: impl FnMut(&[u8], &[u8]),
+) {
+    let authority = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map_or(url.authority.as_str(), |(_, v)| v.as_str());
+    field(b":method", method.as_str().as_bytes());
+    let scheme: &[u8] = if url.tls { b"https" } else { b"http" };
+    field(b":scheme", scheme);
+    field(b":authority", authority.as_bytes());
+    field(b":path", url.target.as_bytes());
+    for (name, value) in headers {
+        let name = name.to_ascii_lowercase();
+        if !dropped(&name, value) {
+            field(name.as_bytes(), value.as_bytes());
+        }
+    }
+    if !body.is_empty() || (*method == Method::POST || *method == Method::PUT) {
+        field(b"content-length", body.len().to_string().as_bytes());
+    }
+}
+
 impl H2Request {
-    /// `:method`, `:scheme`, `:authority` (a `Host` header given replaces the URL's), `:path`,
-    /// the extra headers (lowercase, those about the connection dropped), and `content-length`
-    /// where HTTP/1 sends one.
+    /// The request's [`fields`] as one header block.
     pub(crate) fn encode(
         method: &Method,
         url: &Url,
@@ -44,35 +73,13 @@ impl H2Request {
         let mut encoder = Encoder::new();
         let mut block = Vec::with_capacity(64);
         encoder.begin(&mut block);
-        let authority = headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("host"))
-            .map_or(url.authority.as_str(), |(_, v)| v.as_str());
-        let mut field = |name: &[u8], value: &[u8], block: &mut Vec<u8>| {
+        fields(method, url, headers, body, |name, value| {
             let indexing = match Indexing::for_name(name) {
                 Indexing::Never => Indexing::Never,
                 _ => Indexing::Once,
             };
-            encoder.field(name, value, indexing, block);
-        };
-        field(b":method", method.as_str().as_bytes(), &mut block);
-        let scheme: &[u8] = if url.tls { b"https" } else { b"http" };
-        field(b":scheme", scheme, &mut block);
-        field(b":authority", authority.as_bytes(), &mut block);
-        field(b":path", url.target.as_bytes(), &mut block);
-        for (name, value) in headers {
-            let name = name.to_ascii_lowercase();
-            if !dropped(&name, value) {
-                field(name.as_bytes(), value.as_bytes(), &mut block);
-            }
-        }
-        if !body.is_empty() || (*method == Method::POST || *method == Method::PUT) {
-            field(
-                b"content-length",
-                body.len().to_string().as_bytes(),
-                &mut block,
-            );
-        }
+            encoder.field(name, value, indexing, &mut block);
+        });
         H2Request {
             block,
             body: body.to_vec(),

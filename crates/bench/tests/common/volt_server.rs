@@ -29,21 +29,56 @@ pub struct VoltServer {
 /// Serves `/` (200, `Hello, World!`), `/slow` (the same after `delay`, counting how many run at
 /// once), `/503`; anything else is the router's 404.
 pub fn start(config: Config, delay: Duration) -> VoltServer {
-    start_with(config, delay, None)
+    start_with(config, delay, None, false)
 }
 
 /// [`start`] over TLS, with a self-signed certificate for `localhost` made now; HTTP/2 or
 /// HTTP/1.1 by ALPN.
 pub fn start_tls(config: Config, delay: Duration) -> VoltServer {
+    start_with(config, delay, Some(test_tls()), false)
+}
+
+/// [`start_tls`], serving HTTP/3 too (QUIC on the same port number in UDP). Returns once the
+/// UDP port is bound: the workers bind it as they start, after the TCP listener.
+#[allow(dead_code)] // Used by the HTTP/3 tests only.
+pub fn start_h3(config: Config, delay: Duration) -> VoltServer {
+    let server = start_with(config, delay, Some(test_tls()), true);
+    // A byte to the port from a connected socket: loopback answers a port with nothing bound
+    // with ICMP, which the next receive reports as refused; a QUIC endpoint drops the byte.
+    let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    probe.connect(server.addr).unwrap();
+    probe
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let _ = probe.send(&[0]);
+        match probe.recv(&mut [0; 64]) {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+            _ => return server,
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the QUIC port never opened"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn test_tls() -> volt_http::Tls {
     let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
         .expect("generating a test certificate");
     let (cert, key) = (made.cert.pem(), made.key_pair.serialize_pem());
     let key = volt_http::CertKey::from_pem(cert.as_bytes(), key.as_bytes()).unwrap();
-    let tls = volt_http::TlsConfig::new(key).build().unwrap();
-    start_with(config, delay, Some(tls))
+    volt_http::TlsConfig::new(key).build().unwrap()
 }
 
-fn start_with(config: Config, delay: Duration, tls: Option<volt_http::Tls>) -> VoltServer {
+fn start_with(
+    config: Config,
+    delay: Duration,
+    tls: Option<volt_http::Tls>,
+    http3: bool,
+) -> VoltServer {
     let calls = Arc::new(Calls::default());
     let (c1, c2, c3) = (calls.clone(), calls.clone(), calls.clone());
     let app = Router::new()
@@ -82,7 +117,7 @@ fn start_with(config: Config, delay: Duration, tls: Option<volt_http::Tls>) -> V
         .config(config);
     let scheme = if tls.is_some() { "https" } else { "http" };
     let server = match tls {
-        Some(tls) => server.tls(tls),
+        Some(tls) => server.tls(tls).http3(http3),
         None => server,
     };
     let addr = server.local_addr();
@@ -104,6 +139,12 @@ impl VoltServer {
 
     pub fn calls(&self) -> usize {
         self.calls.calls.load(Ordering::Acquire)
+    }
+
+    /// Starts the server's graceful shutdown (GOAWAY on HTTP/2 and HTTP/3) and returns.
+    #[allow(dead_code)] // Used by the HTTP/3 tests only.
+    pub fn begin_shutdown(&self) {
+        self.handle.shutdown();
     }
 
     pub fn max_running(&self) -> usize {

@@ -69,6 +69,15 @@ impl UdpSocket {
         to_std_addr(rustix::net::getsockname(self.source.as_fd())?)
     }
 
+    /// Connects the socket to `addr` (`connect(2)`): the kernel then drops datagrams from
+    /// anywhere else, and an ICMP error for a datagram sent there (nothing bound on that port,
+    /// on loopback) fails the next receive with `ConnectionRefused` instead of going unseen.
+    /// `send_to` still works, to `addr`.
+    pub fn connect(&self, addr: SocketAddr) -> io::Result<()> {
+        rustix::net::connect(self.source.as_fd(), &addr)?;
+        Ok(())
+    }
+
     /// Receives one datagram into `buf`: its length and sender. A datagram longer than `buf`
     /// is cut to fit (the rest is lost), so give 65,535 bytes when the size is unknown.
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
