@@ -47,8 +47,8 @@ mod reader;
 mod upgrade;
 mod write;
 
-use close::Ending;
 use crate::cold::cold;
+use close::Ending;
 use first_line::{first_line, FirstLine};
 use read::ReadError;
 use write::{Nagle, FLUSH_AT};

@@ -27,7 +27,6 @@ mod request;
 pub(crate) use request::H3Body;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
@@ -37,6 +36,7 @@ use std::task::{Poll, Waker};
 
 use bytes::BytesMut;
 use quinn_proto::{ConnectionHandle, Dir};
+use rustc_hash::FxHashMap;
 use volt_proto::h3::frame::{write_goaway, write_settings, Settings};
 use volt_proto::h3::qpack::{DecoderStream, EncoderStream};
 use volt_proto::h3::{Code, ControlStream, Error as H3Error, PeerStreams, StreamType};
@@ -96,7 +96,7 @@ pub(crate) async fn run<S: Service>(
     let app = Rc::new(App {
         worker,
         service,
-        conns: RefCell::new(HashMap::new()),
+        conns: RefCell::new(FxHashMap::default()),
         idle_waiter: RefCell::new(None),
         going_away: Cell::new(false),
     });
@@ -149,7 +149,7 @@ async fn shut_down<S: Service>(quic: Rc<Quic>, app: Rc<App<S>>) {
 struct App<S> {
     worker: Rc<Worker>,
     service: Arc<S>,
-    conns: RefCell<HashMap<(ConnectionHandle, u64), ConnState>>,
+    conns: RefCell<FxHashMap<(ConnectionHandle, u64), ConnState>>,
     /// The shutdown task, waiting for requests to end.
     idle_waiter: RefCell<Option<Waker>>,
     going_away: Cell<bool>,

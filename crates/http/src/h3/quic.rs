@@ -18,7 +18,6 @@
 //! client times out. Routing by connection ID (eBPF `SO_ATTACH_REUSEPORT_EBPF`) would lift that.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -32,6 +31,7 @@ use quinn_proto::{
     ConnectionHandle, DatagramEvent, Dir, Event, ReadError, StreamEvent, StreamId, VarInt,
     WriteError,
 };
+use rustc_hash::FxHashMap;
 use volt_rt::net::UdpSocket;
 use volt_rt::time::{sleep_until, Sleep};
 
@@ -48,7 +48,7 @@ pub(crate) struct Quic {
 
 struct Inner {
     endpoint: quinn_proto::Endpoint,
-    conns: HashMap<ConnectionHandle, Conn>,
+    conns: FxHashMap<ConnectionHandle, Conn>,
     /// Tells a connection from a later one with the same (reused) handle.
     next_gen: u64,
     /// New connections are refused (graceful shutdown).
@@ -67,8 +67,8 @@ struct Inner {
 struct Conn {
     conn: quinn_proto::Connection,
     gen: u64,
-    readers: HashMap<StreamId, Waker>,
-    writers: HashMap<StreamId, Waker>,
+    readers: FxHashMap<StreamId, Waker>,
+    writers: FxHashMap<StreamId, Waker>,
 }
 
 /// What the layer above (HTTP/3) does with connections and streams.
@@ -120,7 +120,7 @@ impl Quic {
         Rc::new(Quic {
             inner: RefCell::new(Inner {
                 endpoint,
-                conns: HashMap::new(),
+                conns: FxHashMap::default(),
                 next_gen: 0,
                 refusing: false,
                 driver: None,
@@ -498,7 +498,7 @@ fn accept(
         Ok((handle, conn)) => {
             let gen = inner.next_gen;
             inner.next_gen += 1;
-            let (readers, writers) = (HashMap::new(), HashMap::new());
+            let (readers, writers) = (FxHashMap::default(), FxHashMap::default());
             let conn = Conn {
                 conn,
                 gen,
@@ -552,7 +552,7 @@ fn on_events(
     }
 }
 
-fn wake(wakers: &mut HashMap<StreamId, Waker>, id: StreamId) {
+fn wake(wakers: &mut FxHashMap<StreamId, Waker>, id: StreamId) {
     if let Some(w) = wakers.remove(&id) {
         w.wake();
     }
