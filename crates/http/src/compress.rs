@@ -8,7 +8,7 @@ use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
 use futures_core::Stream;
-use http::header::{ACCEPT_RANGES, CONTENT_ENCODING, ETAG, VARY};
+use http::header::{ACCEPT_RANGES, CACHE_CONTROL, CONTENT_ENCODING, ETAG, VARY};
 use http::{HeaderValue, Method, StatusCode};
 
 use crate::body::{BodyKind, BodyStream};
@@ -40,8 +40,10 @@ const MIN_SIZE: u64 = 1024;
 /// - the request's `Accept-Encoding` prefers `br` or `gzip` to no coding (weights, `*` and
 ///   `identity;q=0` as RFC 9110 §12.5.3 says; equal weights: br, then gzip; nothing
 ///   acceptable: the response goes as it is, never 406; no `Accept-Encoding` at all: as it is);
-/// - the response has no `Content-Encoding` yet (a precompressed file passes untouched) and no
-///   `Content-Range`, and is not a 1xx, 204, 206 or 304, nor the answer to a HEAD;
+/// - the response has no `Content-Encoding` yet (a precompressed file passes untouched), no
+///   `Content-Range` and no `Cache-Control: no-transform` (RFC 9110 §7.7, RFC 9111
+///   §5.2.2.6: such a response is left wholly alone, without `Vary` either), and is not a 1xx,
+///   204, 206 or 304, nor the answer to a HEAD;
 /// - its `Content-Type` is compressible: `text/*`, JSON, JavaScript, XML, any `+json` or `+xml`
 ///   type (SVG), WebAssembly, uncompressed fonts, icons;
 /// - its body is at least [`Compress::min_size`] bytes (1 KiB), or a stream of unknown length.
@@ -141,6 +143,7 @@ impl Ask {
             || status == StatusCode::PARTIAL_CONTENT
             || r.header("content-encoding").is_some()
             || r.header("content-range").is_some()
+            || no_transform(&r)
         {
             return r;
         }
@@ -191,6 +194,18 @@ impl Ask {
         weaken_etag(&mut r);
         r
     }
+}
+
+/// Whether the response's `Cache-Control` says `no-transform` (RFC 9111 §5.2.2.6): no
+/// intermediary, nor a wrapper such as this, may change its content coding (RFC 9110 §7.7).
+/// Directive names are case-insensitive; the lines are one list.
+fn no_transform(r: &Response) -> bool {
+    r.headers
+        .iter()
+        .flat_map(|h| h.iter())
+        .filter(|(name, _)| *name == CACHE_CONTROL)
+        .flat_map(|(_, value)| volt_proto::list_elements(value.as_bytes()))
+        .any(|directive| directive.eq_ignore_ascii_case(b"no-transform"))
 }
 
 /// Adds `Accept-Encoding` to the response's `Vary`, unless it is there already or `Vary` is

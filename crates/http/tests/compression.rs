@@ -73,6 +73,34 @@ fn app() -> Router {
             }),
         )
         .route(
+            "/no-transform",
+            get(|_req| async {
+                Response::text("a body to leave alone. ".repeat(100))
+                    .with_header("cache-control", "max-age=60, No-Transform")
+            }),
+        )
+        .route(
+            "/no-transform-lines",
+            get(|_req| async {
+                Response::text("a body to leave alone. ".repeat(100))
+                    .with_header("cache-control", "public")
+                    .with_header("cache-control", "no-transform")
+            }),
+        )
+        .route(
+            "/transformable",
+            get(|_req| async {
+                Response::text("a body to compress. ".repeat(100))
+                    .with_header("cache-control", "no-cache, max-age=0")
+            }),
+        )
+        .route(
+            "/no-content",
+            get(|_req| async {
+                Response::text("x".repeat(4096)).with_status(StatusCode::NO_CONTENT)
+            }),
+        )
+        .route(
             "/tagged",
             get(move |_req| {
                 let body = big_text.clone();
@@ -184,6 +212,32 @@ fn what_is_left_alone() {
         r.header("content-length"),
         Some(json().len().to_string().as_str())
     );
+}
+
+#[test]
+fn no_transform_and_bodiless_statuses_are_left_alone() {
+    let server = serve();
+    let gzip = "Accept-Encoding: gzip, br\r\n";
+    // `Cache-Control: no-transform` (any case, on any of its lines): as the service sent it,
+    // without `Vary` (its form never depends on Accept-Encoding).
+    for path in ["/no-transform", "/no-transform-lines"] {
+        let r = get_with(&server, path, gzip);
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-encoding"), None, "{path}");
+        assert_eq!(r.header("vary"), None, "{path}");
+        assert_eq!(r.header("content-length"), Some("2300"), "{path}");
+        assert_eq!(r.body, "a body to leave alone. ".repeat(100).as_bytes());
+    }
+    // Other directives do not stop it.
+    let r = get_with(&server, "/transformable", gzip);
+    assert_eq!(r.header("content-encoding"), Some("br"));
+    assert_eq!(unbrotli(&r.body), "a body to compress. ".repeat(100).as_bytes());
+    // A 204 has no body to compress (the server drops the one given).
+    let r = get_with(&server, "/no-content", gzip);
+    assert_eq!(r.status, 204);
+    assert_eq!(r.header("content-encoding"), None);
+    assert_eq!(r.header("vary"), None);
+    assert!(r.body.is_empty());
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! Decompressing responses as their bodies are read (RFC 9110 §8.4).
 //!
-//! A request whose caller set no `Accept-Encoding` goes out with `Accept-Encoding: gzip, br`
-//! (unless [`ClientBuilder::decompress`](super::ClientBuilder::decompress) turned that off),
-//! and a response in one of those codings is decoded piece by piece as the caller reads it:
+//! A request whose caller set no `Accept-Encoding` goes out with `Accept-Encoding: gzip,
+//! deflate, br` (unless [`ClientBuilder::decompress`](super::ClientBuilder::decompress)
+//! turned that off), and a response in one of those codings is decoded piece by piece as the caller reads it:
 //! its `Content-Encoding` and `Content-Length` (the compressed length) are taken out of the
 //! headers the caller sees, which then describe the body as read. A caller that sets
 //! `Accept-Encoding` itself asked for codings by hand, and gets the body as sent. A request
@@ -18,8 +18,9 @@ use super::response::ClientBody;
 use crate::coding::decode::Decoder;
 use crate::coding::Coding;
 
-/// What the client asks for when the caller did not: every coding it decodes.
-const ACCEPTED: HeaderValue = HeaderValue::from_static("gzip, br");
+/// What the client asks for when the caller did not: every coding it decodes, as browsers
+/// list them.
+const ACCEPTED: HeaderValue = HeaderValue::from_static("gzip, deflate, br");
 
 /// Adds `Accept-Encoding` to a request, unless decoding is off, the caller set one, or the
 /// request asks for a range: whether the responses are then to be decoded.
@@ -43,8 +44,9 @@ pub(super) struct Decoding {
 /// The decoding a response's body needs, if it has a body in a coding the client asked for;
 /// then its `Content-Encoding` and `Content-Length` are removed from `headers`. A response
 /// to HEAD, a 1xx, 204 or 304 has no body: its headers stay as sent (they tell what a GET
-/// would get). Nor is a 206 decoded: a part of a coded form is no coded stream of its own. Several codings stacked (`gzip, br`), or one the client does not know, are
-/// left alone too: the caller gets the body and the header as they came.
+/// would get). Nor is a 206 decoded: a part of a coded form is no coded stream of its own.
+/// Several codings stacked (`gzip, br`), or one the client does not know, are left alone
+/// too: the caller gets the body and the header as they came.
 pub(super) fn start(
     headers: &mut HeaderMap,
     status: StatusCode,
@@ -57,7 +59,7 @@ pub(super) fn start(
     if head_request || undecodable {
         return None;
     }
-    let coding = {
+    let decoder = {
         let mut lines = headers.get_all(CONTENT_ENCODING).iter();
         let (line, None) = (lines.next()?, lines.next()) else {
             return None;
@@ -66,12 +68,15 @@ pub(super) fn start(
         let (token, None) = (tokens.next()?, tokens.next()) else {
             return None;
         };
-        Coding::from_token(token)?
+        match token {
+            t if t.eq_ignore_ascii_case(b"deflate") => Decoder::deflate(),
+            t => Decoder::new(Coding::from_token(t)?),
+        }
     };
     headers.remove(CONTENT_ENCODING);
     headers.remove(CONTENT_LENGTH);
     Some(Box::new(Decoding {
-        decoder: Decoder::new(coding),
+        decoder,
         ended: false,
         failed: false,
     }))

@@ -278,9 +278,9 @@ impl ClientBuilder {
         self
     }
 
-    /// Whether requests ask for compressed responses (`Accept-Encoding: gzip, br`, unless the
-    /// request sets its own) and their bodies are decompressed as they are read, with
-    /// `Content-Encoding` and `Content-Length` taken off the headers. Default: on.
+    /// Whether requests ask for compressed responses (`Accept-Encoding: gzip, deflate, br`,
+    /// unless the request sets its own) and their bodies are decompressed as they are read,
+    /// with `Content-Encoding` and `Content-Length` taken off the headers. Default: on.
     pub fn decompress(mut self, on: bool) -> Self {
         self.decompress = on;
         self

@@ -33,9 +33,8 @@
 use std::io::{self, Write};
 
 use bytes::Bytes;
-use flate2::write::GzEncoder;
-use flate2::Compression;
 
+use super::gzip::GzipEncoder;
 use super::Coding;
 
 /// gzip's level (of 1–9; see the table above).
@@ -57,7 +56,8 @@ pub(crate) fn encode_all(coding: Coding, data: &[u8]) -> Bytes {
 
 /// A compressor for one body, fed piece by piece.
 pub(crate) enum Encoder {
-    Gzip(GzEncoder<Vec<u8>>),
+    /// From the worker's pool (`gzip`).
+    Gzip(GzipEncoder),
     // Boxed: brotli's state is a few KiB.
     Br(Box<brotli::CompressorWriter<Vec<u8>>>),
 }
@@ -65,7 +65,7 @@ pub(crate) enum Encoder {
 impl Encoder {
     pub(crate) fn new(coding: Coding) -> Encoder {
         match coding {
-            Coding::Gzip => Encoder::Gzip(GzEncoder::new(Vec::new(), Compression::new(GZIP_LEVEL))),
+            Coding::Gzip => Encoder::Gzip(GzipEncoder::new()),
             Coding::Br => Encoder::Br(Box::new(brotli::CompressorWriter::new(
                 Vec::new(),
                 BR_BUFFER,
@@ -77,7 +77,7 @@ impl Encoder {
 
     fn write(&mut self, data: &[u8]) -> io::Result<()> {
         match self {
-            Encoder::Gzip(e) => e.write_all(data),
+            Encoder::Gzip(e) => e.write(data),
             Encoder::Br(e) => e.write_all(data),
         }
     }
@@ -92,7 +92,7 @@ impl Encoder {
             Encoder::Gzip(e) => e.flush()?,
             Encoder::Br(e) => e.flush()?,
         }
-        Ok(Bytes::from(std::mem::take(self.output())))
+        Ok(Bytes::from(self.output()))
     }
 
     /// Ends the stream: the last bytes (gzip's trailer, brotli's last meta-block).
@@ -104,10 +104,10 @@ impl Encoder {
         Ok(Bytes::from(out))
     }
 
-    fn output(&mut self) -> &mut Vec<u8> {
+    fn output(&mut self) -> Vec<u8> {
         match self {
-            Encoder::Gzip(e) => e.get_mut(),
-            Encoder::Br(e) => e.get_mut(),
+            Encoder::Gzip(e) => e.take_output(),
+            Encoder::Br(e) => std::mem::take(e.get_mut()),
         }
     }
 }
@@ -138,6 +138,46 @@ mod tests {
         // gzip's fixed header: magic, deflate, no flags, no time, no extra flags, OS unknown.
         let gz = encode_all(Coding::Gzip, b"x");
         assert_eq!(gz[..10], [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+    }
+
+    /// JSON records, cut to `len` bytes: a dynamic answer of that size.
+    fn records(len: usize) -> Vec<u8> {
+        (0..)
+            .flat_map(|i| {
+                format!(
+                    r#"{{"id":{},"name":"User Number {i}","email":"user.{i}@example.com","active":{},"tags":["beta","europe"]}},"#,
+                    1_000_000 + i,
+                    i % 3 != 0
+                )
+                .into_bytes()
+            })
+            .take(len)
+            .collect()
+    }
+
+    #[inline(never)]
+    fn encode_many(coding: Coding, data: &[u8], count: usize) -> usize {
+        (0..count)
+            .map(|_| encode_all(coding, std::hint::black_box(data)).len())
+            .sum()
+    }
+
+    /// What `Compress` spends on a body in memory, per response: run under callgrind, as
+    /// BENCHMARKS.md ("Compression encoder reuse") says, with `VOLT_ENCODE="gzip 4096 200"`
+    /// (coding, body size, responses). The first response (the worker's first encoder) is
+    /// made outside the count.
+    #[test]
+    #[ignore = "a callgrind harness, run by hand"]
+    fn callgrind_encode_all() {
+        let spec = std::env::var("VOLT_ENCODE").unwrap_or_else(|_| "gzip 4096 10".into());
+        let spec: Vec<&str> = spec.split_whitespace().collect();
+        let coding = Coding::from_token(spec[0].as_bytes()).expect("gzip or br");
+        let data = records(spec[1].parse().expect("a size"));
+        let count = spec[2].parse().expect("a count");
+        let one = encode_all(coding, &data);
+        assert_eq!(decode_all(coding, &[&one]).unwrap(), data);
+        let total = encode_many(coding, &data, count);
+        println!("{coding:?} {} bytes -> {}", data.len(), total / count);
     }
 
     #[test]
