@@ -231,7 +231,10 @@ fn no_transform_and_bodiless_statuses_are_left_alone() {
     // Other directives do not stop it.
     let r = get_with(&server, "/transformable", gzip);
     assert_eq!(r.header("content-encoding"), Some("br"));
-    assert_eq!(unbrotli(&r.body), "a body to compress. ".repeat(100).as_bytes());
+    assert_eq!(
+        unbrotli(&r.body),
+        "a body to compress. ".repeat(100).as_bytes()
+    );
     // A 204 has no body to compress (the server drops the one given).
     let r = get_with(&server, "/no-content", gzip);
     assert_eq!(r.status, 204);

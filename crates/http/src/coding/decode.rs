@@ -522,7 +522,10 @@ pub(crate) mod tests {
         // RFC 1950's example header with RFC 1951's smallest streams: an empty final fixed
         // block, raw (`03 00`) and wrapped (with the Adler-32 of nothing, 1).
         assert_eq!(deflate(&[&[0x03, 0x00]]).unwrap(), b"");
-        assert_eq!(deflate(&[&[0x78, 0x01, 0x03, 0x00, 0, 0, 0, 1]]).unwrap(), b"");
+        assert_eq!(
+            deflate(&[&[0x78, 0x01, 0x03, 0x00, 0, 0, 0, 1]]).unwrap(),
+            b""
+        );
         // "hi" as a stored block, raw: its first byte (01) is no zlib method.
         let stored = [0x01, 0x02, 0x00, 0xfd, 0xff, b'h', b'i'];
         assert_eq!(deflate(&[&stored]).unwrap(), b"hi");
