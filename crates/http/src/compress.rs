@@ -18,9 +18,14 @@ use crate::response::Response;
 use crate::service::Service;
 use crate::Request;
 
-/// The smallest body compressed by default: below about a kilobyte, compression saves less
-/// than a packet, and costs the encoder's setup (tens of thousands of instructions).
-const MIN_SIZE: u64 = 1024;
+/// The smallest body compressed by default, set by what compressing costs per byte it saves
+/// (callgrind, BENCHMARKS.md "Compression encoder reuse"): 1 KiB used to be the threshold,
+/// where a new gzip encoder spent 505 k instructions to save 818 bytes of JSON (620 a byte)
+/// and brotli 437 k to save 874 (500 a byte). With gzip's encoders reused, 512 bytes cost
+/// 218 k to save 344 (635 a byte): the same price, so the threshold is 512, and bodies under
+/// 1 KiB go as gzip when br weighs no more (`coding::BR_MIN_SIZE`). Below 512 the price climbs
+/// fast (256 bytes: 1,860 a byte), and the answer fits a packet either way.
+const MIN_SIZE: u64 = 512;
 
 /// A [`Service`] that compresses the responses of another, with `br` or `gzip`.
 ///
@@ -46,7 +51,12 @@ const MIN_SIZE: u64 = 1024;
 ///   204, 206 or 304, nor the answer to a HEAD;
 /// - its `Content-Type` is compressible: `text/*`, JSON, JavaScript, XML, any `+json` or `+xml`
 ///   type (SVG), WebAssembly, uncompressed fonts, icons;
-/// - its body is at least [`Compress::min_size`] bytes (1 KiB), or a stream of unknown length.
+/// - its body is at least [`Compress::min_size`] bytes (512), or a stream of unknown length.
+///
+/// The coding is the best the request accepts, except that a body under 1 KiB goes as gzip
+/// when the request weighs gzip and br alike: gzip's encoders are reused, one per worker
+/// (at most 4 kept idle), and brotli's are not, so a small body costs half the instructions in
+/// gzip for a few dozen bytes more.
 ///
 /// A body in memory is compressed whole and keeps a `Content-Length` (the compressed one); a
 /// stream is compressed piece by piece, each piece flushed as it comes, so a server-sent event
@@ -79,7 +89,7 @@ impl<S: Service> Compress<S> {
         }
     }
 
-    /// The smallest body, in bytes, worth compressing (default 1,024). Streams of unknown
+    /// The smallest body, in bytes, worth compressing (default 512). Streams of unknown
     /// length are always compressed.
     pub fn min_size(mut self, bytes: u64) -> Compress<S> {
         self.min_size = bytes;
@@ -164,17 +174,19 @@ impl Ask {
             }
             return r;
         }
-        let big_enough = match &r.body.kind {
-            BodyKind::Full(bytes) => bytes.len() as u64 >= self.min_size,
-            BodyKind::Stream { len, .. } => len.is_none_or(|n| n >= self.min_size),
-            BodyKind::Upgrade(_) => false,
+        // The body's length, `None` for a stream of unknown length.
+        let len = match &r.body.kind {
+            BodyKind::Full(bytes) => Some(bytes.len() as u64),
+            BodyKind::Stream { len, .. } => *len,
+            BodyKind::Upgrade(_) => return r,
         };
+        let big_enough = len.is_none_or(|n| n >= self.min_size);
         if compressible_type != Some(true) || !big_enough {
             return r;
         }
         // From here on, the response's form depends on the request's `Accept-Encoding`.
         add_vary(&mut r);
-        let Some(coding) = self.accepted.best().filter(|_| !self.head) else {
+        let Some(coding) = self.accepted.best_for(len).filter(|_| !self.head) else {
             return r;
         };
         r.body.kind = match std::mem::replace(&mut r.body.kind, BodyKind::Full(Bytes::new())) {
@@ -186,7 +198,7 @@ impl Ask {
                 }),
                 len: None,
             },
-            BodyKind::Upgrade(_) => unreachable!("not big enough, above"),
+            BodyKind::Upgrade(_) => unreachable!("returned above"),
         };
         let headers = r.headers.get_or_insert_default();
         headers.retain(|(name, _)| *name != ACCEPT_RANGES);
