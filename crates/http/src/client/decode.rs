@@ -2,11 +2,12 @@
 //!
 //! A request whose caller set no `Accept-Encoding` goes out with `Accept-Encoding: gzip,
 //! deflate, br` (unless [`ClientBuilder::decompress`](super::ClientBuilder::decompress)
-//! turned that off), and a response in one of those codings is decoded piece by piece as the caller reads it:
-//! its `Content-Encoding` and `Content-Length` (the compressed length) are taken out of the
-//! headers the caller sees, which then describe the body as read. A caller that sets
-//! `Accept-Encoding` itself asked for codings by hand, and gets the body as sent. A request
-//! with a `Range` asks for no coding: a part of a compressed form cannot be decoded alone.
+//! turned that off), and a response in one of those codings is decoded piece by piece as the
+//! caller reads it: its `Content-Encoding` and `Content-Length` (the compressed length) are
+//! taken out of the headers the caller sees, which then describe the body as read. A caller
+//! that sets `Accept-Encoding` itself asked for codings by hand, and gets the body as sent. A
+//! request with a `Range` asks for no coding: a part of a compressed form cannot be decoded
+//! alone. A body read whole (`bytes()`) decodes to at most `max_decoded_body` bytes.
 
 use std::io;
 

@@ -24,9 +24,14 @@
 //! JSON, 1.9% more for the HTML), for 18% fewer instructions than the usual default, 6, on
 //! the HTML. brotli 3 costs what gzip 4 does (0.98× on both) and is 11–16% smaller; quality 4
 //! is another 8% smaller on the HTML (1% on the JSON) for 1.5–1.6× the instructions, and 5
-//! costs 2.5–2.7× what 3 does. Much of the cost is fixed: an encoder's setup and end come to
-//! about 403 k instructions for gzip and 300 k for brotli 3 on a 12-byte body (mostly its
-//! tables cleared), which is why `Compress` leaves bodies under 1 KiB alone. Brotli's window
+//! costs 2.5–2.7× what 3 does. Much of the cost is fixed: a new encoder's setup and end come
+//! to about 403 k instructions for gzip and 300 k for brotli 3 on a 12-byte body (mostly its
+//! tables cleared). gzip's compressors are therefore reused, a few per worker (`gzip`),
+//! which halves what a small body costs (1 KiB: 247 k instead of 505 k); brotli's are not
+//! (brotli 8 has no reset, and its setup is mostly the hasher's 256 KiB table, which brotli
+//! clears again for any body over 2 KiB). `Compress`'s threshold, 512 bytes, and its
+//! preference for gzip under 1 KiB follow from that (BENCHMARKS.md, "Compression encoder
+//! reuse"). Brotli's window
 //! is 2^18 (256 KiB): dynamic answers are rarely larger, and a stream's encoder holds a
 //! window's worth of memory.
 

@@ -12,8 +12,8 @@
 //! and sets the window's size to 0, so no match reaches back past the flush). So a response
 //! ends its data with a full flush rather than a finish, then the empty final block `03 00`
 //! (BFINAL set, fixed codes, end of block), and its compressor goes back to the pool at a
-//! clean point. The price is 6 bytes per response (the flush's empty stored block and the
-//! final block, against the finish's final bits). Measured with callgrind in BENCHMARKS.md
+//! clean point. The price is up to 6 bytes per response (the flush's empty stored block and
+//! the final block, against the finish's final bits). Measured with callgrind in BENCHMARKS.md
 //! ("Compression encoder reuse"): 1 KiB of JSON costs 250 k instructions instead of 505 k.
 //!
 //! A compressor is returned only by [`GzipEncoder::finish`], after a full flush that
