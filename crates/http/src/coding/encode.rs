@@ -35,10 +35,11 @@
 //! is 2^18 (256 KiB): dynamic answers are rarely larger, and a stream's encoder holds a
 //! window's worth of memory.
 
-use std::io::{self, Write};
+use std::io;
 
 use bytes::Bytes;
 
+use super::br::BrEncoder;
 use super::gzip::GzipEncoder;
 use super::Coding;
 
@@ -48,8 +49,6 @@ pub(crate) const GZIP_LEVEL: u32 = 4;
 pub(crate) const BR_QUALITY: u32 = 3;
 /// brotli's window, log2 of its bytes.
 pub(crate) const BR_WINDOW: u32 = 18;
-/// brotli's internal buffer between calls.
-const BR_BUFFER: usize = 4096;
 
 /// `data` compressed whole with `coding`.
 pub(crate) fn encode_all(coding: Coding, data: &[u8]) -> Bytes {
@@ -63,27 +62,22 @@ pub(crate) fn encode_all(coding: Coding, data: &[u8]) -> Bytes {
 pub(crate) enum Encoder {
     /// From the worker's pool (`gzip`).
     Gzip(GzipEncoder),
-    // Boxed: brotli's state is a few KiB.
-    Br(Box<brotli::CompressorWriter<Vec<u8>>>),
+    /// With a hasher from the worker's pool (`br`).
+    Br(BrEncoder),
 }
 
 impl Encoder {
     pub(crate) fn new(coding: Coding) -> Encoder {
         match coding {
             Coding::Gzip => Encoder::Gzip(GzipEncoder::new()),
-            Coding::Br => Encoder::Br(Box::new(brotli::CompressorWriter::new(
-                Vec::new(),
-                BR_BUFFER,
-                BR_QUALITY,
-                BR_WINDOW,
-            ))),
+            Coding::Br => Encoder::Br(BrEncoder::new()),
         }
     }
 
     fn write(&mut self, data: &[u8]) -> io::Result<()> {
         match self {
             Encoder::Gzip(e) => e.write(data),
-            Encoder::Br(e) => e.write_all(data),
+            Encoder::Br(e) => e.write(data),
         }
     }
 
@@ -104,7 +98,7 @@ impl Encoder {
     pub(crate) fn finish(self) -> io::Result<Bytes> {
         let out = match self {
             Encoder::Gzip(e) => e.finish()?,
-            Encoder::Br(e) => e.into_inner(),
+            Encoder::Br(e) => e.finish()?,
         };
         Ok(Bytes::from(out))
     }
@@ -112,7 +106,7 @@ impl Encoder {
     fn output(&mut self) -> Vec<u8> {
         match self {
             Encoder::Gzip(e) => e.take_output(),
-            Encoder::Br(e) => std::mem::take(e.get_mut()),
+            Encoder::Br(e) => e.take_output(),
         }
     }
 }

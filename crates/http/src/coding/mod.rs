@@ -12,6 +12,7 @@
 //! clients handle worst, and every client that accepts it accepts gzip: a server has no
 //! reason to prefer it (nginx and Apache do not offer it either). No `zstd` (a C library).
 
+mod br;
 pub(crate) mod decode;
 pub(crate) mod encode;
 mod gzip;
