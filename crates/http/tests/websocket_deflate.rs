@@ -397,15 +397,18 @@ fn the_client_reads_rfc_7692_bytes_and_sends_rsv1() {
     });
 }
 
+/// A raw server's end of a connection the client fails: its close frame says 1002.
+fn client_closes_with_1002(mut s: TcpStream) {
+    let mut decoder = Decoder::new(Role::Server, 1024);
+    let mut buf = BytesMut::new();
+    let (_, m) = next_from_client(&mut s, &mut buf, &mut decoder);
+    assert_eq!(m, Incoming::Close(Some((1002, String::new()))));
+}
+
 #[test]
 fn rsv1_from_a_server_that_did_not_agree_fails_with_1002() {
     const FRAMES: &[u8] = &[0xc1, 0x07, 0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00];
-    let addr = raw_ws_server(None, FRAMES, |mut s| {
-        let mut decoder = Decoder::new(Role::Server, 1024);
-        let mut buf = BytesMut::new();
-        let (_, m) = next_from_client(&mut s, &mut buf, &mut decoder);
-        assert_eq!(m, Incoming::Close(Some((1002, String::new()))));
-    });
+    let addr = raw_ws_server(None, FRAMES, client_closes_with_1002);
     volt_rt::block_on(async move {
         let mut ws = client().websocket(&url(addr, "/")).connect().await.unwrap();
         assert_eq!(ws.deflate(), None);
@@ -455,12 +458,7 @@ fn issue_no_context_takeover_broken_by_the_peer_fails_with_1002() {
     let addr = raw_ws_server(
         Some("permessage-deflate; server_no_context_takeover"),
         REFERS_BACK,
-        |mut s| {
-            let mut decoder = Decoder::new(Role::Server, 1024);
-            let mut buf = BytesMut::new();
-            let (_, m) = next_from_client(&mut s, &mut buf, &mut decoder);
-            assert_eq!(m, Incoming::Close(Some((1002, String::new()))));
-        },
+        client_closes_with_1002,
     );
     volt_rt::block_on(async move {
         let mut ws = client().websocket(&url(addr, "/")).connect().await.unwrap();

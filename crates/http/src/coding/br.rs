@@ -1,6 +1,7 @@
 //! brotli (RFC 7932) driven here through the brotli crate's encoder state, so that its most
 //! costly part, the hasher, can outlive a response: each worker keeps a few idle hashers
-//! ([`POOL`]) and a response's encoder takes one instead of allocating its own.
+//! ([`POOL`](super::POOL)) and a response's encoder takes one instead of allocating its
+//! own.
 //!
 //! brotli 8 has no reset for a whole encoder, but its state's fields are public, and the
 //! hasher (at quality 3, a table of 2^16 buckets: 256 KiB, allocated zeroed) is what a new
@@ -13,7 +14,7 @@
 //! buffers) is made per response, sized to the body.
 //!
 //! A hasher goes back only from a stream that finished; the pool never holds more than
-//! [`POOL`] (about 1 MiB per worker).
+//! [`POOL`](super::POOL) (about 1 MiB per worker).
 
 use std::cell::RefCell;
 use std::io;
@@ -23,9 +24,9 @@ use brotli::enc::encode::{BrotliEncoderOperation, BrotliEncoderStateStruct};
 use brotli::enc::StandardAlloc;
 
 use super::encode::{BR_QUALITY, BR_WINDOW};
-
-/// Most idle hashers a worker keeps.
-pub(crate) const POOL: usize = 4;
+use super::give_back;
+#[cfg(test)]
+use super::POOL;
 
 /// Output is taken from the encoder this many bytes at a time.
 const OUT_STEP: usize = 4096;
@@ -115,12 +116,7 @@ impl BrEncoder {
         self.run(&[], BrotliEncoderOperation::BROTLI_OPERATION_FINISH)?;
         let hasher = std::mem::take(&mut self.state.hasher_);
         if !matches!(hasher, UnionHasher::Uninit) {
-            IDLE.with(|idle| {
-                let mut idle = idle.borrow_mut();
-                if idle.len() < POOL {
-                    idle.push(hasher);
-                }
-            });
+            give_back(&IDLE, hasher);
         }
         Ok(std::mem::take(&mut self.out))
     }

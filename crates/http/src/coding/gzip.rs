@@ -1,6 +1,6 @@
 //! gzip (RFC 1952) written here around flate2's raw DEFLATE compressor, so that the
-//! compressor can outlive a response: each worker keeps a few idle ones ([`POOL`]) and a
-//! response takes one instead of making its own.
+//! compressor can outlive a response: each worker keeps a few idle ones
+//! ([`POOL`](super::POOL)) and a response takes one instead of making its own.
 //!
 //! Why: making a compressor costs more than compressing a small body. miniz_oxide's state is
 //! about 320 KiB (its LZ code buffer, output buffer, window and hash chains), all zeroed when
@@ -18,8 +18,9 @@
 //!
 //! A compressor is returned only by [`GzipEncoder::finish`], after a full flush that
 //! succeeded: one that failed, or whose body was dropped half-way (a client gone), is
-//! dropped. The pool never holds more than [`POOL`], so the memory it keeps is bounded
-//! (about 1.3 MiB per worker); volt is thread-per-core, so it is thread-local and unlocked.
+//! dropped. The pool never holds more than [`POOL`](super::POOL), so the memory it keeps is
+//! bounded (about 1.3 MiB per worker); volt is thread-per-core, so it is thread-local and
+//! unlocked.
 
 use std::cell::RefCell;
 use std::io;
@@ -27,9 +28,9 @@ use std::io;
 use flate2::{Compress, Compression, Crc, FlushCompress};
 
 use super::encode::GZIP_LEVEL;
-
-/// Most idle compressors a worker keeps.
-pub(crate) const POOL: usize = 4;
+use super::give_back;
+#[cfg(test)]
+use super::POOL;
 
 /// A gzip member header: magic, deflate, no flags, no time, no extra flags, OS unknown.
 const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
@@ -47,16 +48,6 @@ thread_local! {
 fn take() -> Compress {
     IDLE.with(|idle| idle.borrow_mut().pop())
         .unwrap_or_else(|| Compress::new(Compression::new(GZIP_LEVEL), false))
-}
-
-/// Puts back a compressor at a full-flush point, unless the pool is full.
-fn give_back(deflate: Compress) {
-    IDLE.with(|idle| {
-        let mut idle = idle.borrow_mut();
-        if idle.len() < POOL {
-            idle.push(deflate);
-        }
-    });
 }
 
 /// How many idle compressors this worker holds (for the tests).
@@ -122,7 +113,7 @@ impl GzipEncoder {
         out.extend_from_slice(&FINAL_BLOCK);
         out.extend_from_slice(&self.crc.sum().to_le_bytes());
         out.extend_from_slice(&self.crc.amount().to_le_bytes());
-        give_back(self.deflate);
+        give_back(&IDLE, self.deflate);
         Ok(out)
     }
 }

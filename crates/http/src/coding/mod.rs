@@ -17,6 +17,20 @@ pub(crate) mod decode;
 pub(crate) mod encode;
 mod gzip;
 
+/// Most idle encoder parts (gzip compressors, brotli hashers) a worker keeps, of each kind.
+pub(crate) const POOL: usize = 4;
+
+/// Puts `item` back in this worker's `pool`, unless that holds [`POOL`] already: the memory
+/// the pools keep stays bounded however many encoders were in use at once.
+fn give_back<T>(pool: &'static std::thread::LocalKey<std::cell::RefCell<Vec<T>>>, item: T) {
+    pool.with(|idle| {
+        let mut idle = idle.borrow_mut();
+        if idle.len() < POOL {
+            idle.push(item);
+        }
+    });
+}
+
 /// A content coding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Coding {
