@@ -19,12 +19,12 @@ use crate::service::Service;
 use crate::Request;
 
 /// The smallest body compressed by default, set by what compressing costs per byte it saves
-/// (callgrind, BENCHMARKS.md "Compression encoder reuse"): 1 KiB used to be the threshold,
-/// where a new gzip encoder spent 505 k instructions to save 818 bytes of JSON (620 a byte)
-/// and brotli 437 k to save 874 (500 a byte). With gzip's encoders reused, 512 bytes cost
-/// 218 k to save 344 (635 a byte): the same price, so the threshold is 512, and bodies under
-/// 1 KiB go as gzip when br weighs no more (`coding::BR_MIN_SIZE`). Below 512 the price climbs
-/// fast (256 bytes: 1,860 a byte), and the answer fits a packet either way.
+/// (callgrind, BENCHMARKS.md "Compression encoder reuse"). The old threshold, 1 KiB, paid 620
+/// instructions per byte saved with a new gzip encoder and 500 with a new brotli one. With the
+/// encoders' costly parts reused (`coding::gzip`, `coding::br`), 512 bytes of JSON cost 154 k
+/// instructions in br to save 384 bytes (400 a byte) and 218 k in gzip to save 344 (635): no
+/// dearer than before, so the threshold is 512. Below it the price climbs fast (256 bytes:
+/// 960 a byte in br, 1,860 in gzip), and the answer fits a packet either way.
 const MIN_SIZE: u64 = 512;
 
 /// A [`Service`] that compresses the responses of another, with `br` or `gzip`.
@@ -53,10 +53,8 @@ const MIN_SIZE: u64 = 512;
 ///   type (SVG), WebAssembly, uncompressed fonts, icons;
 /// - its body is at least [`Compress::min_size`] bytes (512), or a stream of unknown length.
 ///
-/// The coding is the best the request accepts, except that a body under 1 KiB goes as gzip
-/// when the request weighs gzip and br alike: gzip's encoders are reused, one per worker
-/// (at most 4 kept idle), and brotli's are not, so a small body costs half the instructions in
-/// gzip for a few dozen bytes more.
+/// Encoders are cheap to start: each worker keeps a few idle gzip compressors and brotli
+/// hashers (at most 4 of each) for the next response, see `coding::gzip` and `coding::br`.
 ///
 /// A body in memory is compressed whole and keeps a `Content-Length` (the compressed one); a
 /// stream is compressed piece by piece, each piece flushed as it comes, so a server-sent event
@@ -186,7 +184,7 @@ impl Ask {
         }
         // From here on, the response's form depends on the request's `Accept-Encoding`.
         add_vary(&mut r);
-        let Some(coding) = self.accepted.best_for(len).filter(|_| !self.head) else {
+        let Some(coding) = self.accepted.best().filter(|_| !self.head) else {
             return r;
         };
         r.body.kind = match std::mem::replace(&mut r.body.kind, BodyKind::Full(Bytes::new())) {

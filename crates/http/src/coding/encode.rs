@@ -26,13 +26,11 @@
 //! is another 8% smaller on the HTML (1% on the JSON) for 1.5–1.6× the instructions, and 5
 //! costs 2.5–2.7× what 3 does. Much of the cost is fixed: a new encoder's setup and end come
 //! to about 403 k instructions for gzip and 300 k for brotli 3 on a 12-byte body (mostly its
-//! tables cleared). gzip's compressors are therefore reused, a few per worker (`gzip`),
-//! which halves what a small body costs (1 KiB: 247 k instead of 505 k); brotli's are not
-//! (brotli 8 has no reset, and its setup is mostly the hasher's 256 KiB table, which brotli
-//! clears again for any body over 2 KiB). `Compress`'s threshold, 512 bytes, and its
-//! preference for gzip under 1 KiB follow from that (BENCHMARKS.md, "Compression encoder
-//! reuse"). Brotli's window
-//! is 2^18 (256 KiB): dynamic answers are rarely larger, and a stream's encoder holds a
+//! tables cleared). So the costly parts are reused, a few per worker: gzip's compressors
+//! (`gzip`) and brotli's hashers (`br`), which more than halves what a small body costs
+//! (1 KiB: gzip 247 k instead of 505 k, brotli 192 k instead of 437 k), and lets `Compress`
+//! compress from 512 bytes (BENCHMARKS.md, "Compression encoder reuse"). Brotli's window is
+//! 2^18 (256 KiB): dynamic answers are rarely larger, and a stream's encoder holds a
 //! window's worth of memory.
 
 use std::io;

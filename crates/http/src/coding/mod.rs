@@ -65,16 +65,7 @@ impl Coding {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Accepted {
     order: [Option<Coding>; 2],
-    /// br and gzip both acceptable, at the same weight: the server's to choose.
-    tie: bool,
 }
-
-/// Below this many bytes, a body whose request weighs br and gzip alike goes as gzip: gzip's
-/// compressors are reused ([`gzip`]) and brotli's are not, so a small body costs about half
-/// the instructions in gzip (247 k against 437 k for 1 KiB of JSON), for 40-odd bytes more
-/// (206 against 150). From 1 KiB on, brotli's better ratio wins (BENCHMARKS.md,
-/// "Compression encoder reuse").
-pub(crate) const BR_MIN_SIZE: u64 = 1024;
 
 impl Accepted {
     /// Reads the request's `Accept-Encoding` lines (RFC 9110 §12.5.3; several lines are one
@@ -127,7 +118,6 @@ impl Accepted {
             (Coding::Br, br.or(star).unwrap_or(0)),
             (Coding::Gzip, gzip.or(star).unwrap_or(0)),
         ];
-        accepted.tie = candidates[0].1 == candidates[1].1 && candidates[0].1 > 0;
         // Stable: equal weights keep the server's order.
         candidates.sort_by_key(|&(_, q)| std::cmp::Reverse(q));
         let mut n = 0;
@@ -157,18 +147,6 @@ impl Accepted {
     /// The best coding, if any beats identity.
     pub(crate) fn best(&self) -> Option<Coding> {
         self.order[0]
-    }
-
-    /// The coding for a body of `len` bytes (`None`: a stream of unknown length): the best,
-    /// but gzip under [`BR_MIN_SIZE`] when it weighs as much as br.
-    pub(crate) fn best_for(&self, len: Option<u64>) -> Option<Coding> {
-        let small = len.is_some_and(|n| n < BR_MIN_SIZE);
-        match self.order[0] {
-            Some(Coding::Br) if small && self.tie && self.order[1] == Some(Coding::Gzip) => {
-                Some(Coding::Gzip)
-            }
-            best => best,
-        }
     }
 }
 
@@ -290,23 +268,6 @@ mod tests {
         assert_eq!(accepted(&["gzip;q=2, br"]), [Br]);
         assert_eq!(accepted(&["gzip;q=0.1234, br;q=1.001"]), []);
         assert_eq!(accepted(&["gzip ; q=0.3 , ,br;q=0.2"]), [Gzip, Br]);
-    }
-
-    #[test]
-    fn small_bodies_go_as_gzip_on_a_tie() {
-        let best = |fields: &[&str], len| {
-            Accepted::from_fields(fields.iter().map(|f| f.as_bytes())).best_for(len)
-        };
-        assert_eq!(best(&["gzip, br"], Some(1023)), Some(Gzip));
-        assert_eq!(best(&["gzip, br"], Some(1024)), Some(Br));
-        assert_eq!(best(&["gzip, br"], None), Some(Br)); // a stream of unknown length
-        assert_eq!(best(&["*"], Some(600)), Some(Gzip));
-        // Not a tie: the client's preference stands.
-        assert_eq!(best(&["gzip;q=0.5, br"], Some(600)), Some(Br));
-        assert_eq!(best(&["br"], Some(600)), Some(Br));
-        assert_eq!(best(&["br;q=0.5, gzip"], Some(4096)), Some(Gzip));
-        // Acceptable to no degree, or below identity: neither.
-        assert_eq!(best(&["gzip;q=0.5, br;q=0.5, identity"], Some(600)), None);
     }
 
     #[test]
