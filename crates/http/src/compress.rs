@@ -8,7 +8,7 @@ use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
 use futures_core::Stream;
-use http::header::{ACCEPT_RANGES, CONTENT_ENCODING, ETAG, VARY};
+use http::header::{ACCEPT_RANGES, CACHE_CONTROL, CONTENT_ENCODING, ETAG, VARY};
 use http::{HeaderValue, Method, StatusCode};
 
 use crate::body::{BodyKind, BodyStream};
@@ -18,9 +18,14 @@ use crate::response::Response;
 use crate::service::Service;
 use crate::Request;
 
-/// The smallest body compressed by default: below about a kilobyte, compression saves less
-/// than a packet, and costs the encoder's setup (tens of thousands of instructions).
-const MIN_SIZE: u64 = 1024;
+/// The smallest body compressed by default, set by what compressing costs per byte it saves
+/// (callgrind, BENCHMARKS.md "Compression encoder reuse"). The old threshold, 1 KiB, paid 620
+/// instructions per byte saved with a new gzip encoder and 500 with a new brotli one. With the
+/// encoders' costly parts reused (`coding::gzip`, `coding::br`), 512 bytes of JSON cost 154 k
+/// instructions in br to save 384 bytes (400 a byte) and 218 k in gzip to save 344 (635): no
+/// dearer than before, so the threshold is 512. Below it the price climbs fast (256 bytes:
+/// 960 a byte in br, 1,860 in gzip), and the answer fits a packet either way.
+const MIN_SIZE: u64 = 512;
 
 /// A [`Service`] that compresses the responses of another, with `br` or `gzip`.
 ///
@@ -40,11 +45,16 @@ const MIN_SIZE: u64 = 1024;
 /// - the request's `Accept-Encoding` prefers `br` or `gzip` to no coding (weights, `*` and
 ///   `identity;q=0` as RFC 9110 §12.5.3 says; equal weights: br, then gzip; nothing
 ///   acceptable: the response goes as it is, never 406; no `Accept-Encoding` at all: as it is);
-/// - the response has no `Content-Encoding` yet (a precompressed file passes untouched) and no
-///   `Content-Range`, and is not a 1xx, 204, 206 or 304, nor the answer to a HEAD;
+/// - the response has no `Content-Encoding` yet (a precompressed file passes untouched), no
+///   `Content-Range` and no `Cache-Control: no-transform` (RFC 9110 §7.7, RFC 9111
+///   §5.2.2.6: such a response is left wholly alone, without `Vary` either), and is not a 1xx,
+///   204, 206 or 304, nor the answer to a HEAD;
 /// - its `Content-Type` is compressible: `text/*`, JSON, JavaScript, XML, any `+json` or `+xml`
 ///   type (SVG), WebAssembly, uncompressed fonts, icons;
-/// - its body is at least [`Compress::min_size`] bytes (1 KiB), or a stream of unknown length.
+/// - its body is at least [`Compress::min_size`] bytes (512), or a stream of unknown length.
+///
+/// Encoders are cheap to start: each worker keeps a few idle gzip compressors and brotli
+/// hashers (at most 4 of each) for the next response, see `coding::gzip` and `coding::br`.
 ///
 /// A body in memory is compressed whole and keeps a `Content-Length` (the compressed one); a
 /// stream is compressed piece by piece, each piece flushed as it comes, so a server-sent event
@@ -77,7 +87,7 @@ impl<S: Service> Compress<S> {
         }
     }
 
-    /// The smallest body, in bytes, worth compressing (default 1,024). Streams of unknown
+    /// The smallest body, in bytes, worth compressing (default 512). Streams of unknown
     /// length are always compressed.
     pub fn min_size(mut self, bytes: u64) -> Compress<S> {
         self.min_size = bytes;
@@ -141,6 +151,7 @@ impl Ask {
             || status == StatusCode::PARTIAL_CONTENT
             || r.header("content-encoding").is_some()
             || r.header("content-range").is_some()
+            || no_transform(&r)
         {
             return r;
         }
@@ -161,11 +172,13 @@ impl Ask {
             }
             return r;
         }
-        let big_enough = match &r.body.kind {
-            BodyKind::Full(bytes) => bytes.len() as u64 >= self.min_size,
-            BodyKind::Stream { len, .. } => len.is_none_or(|n| n >= self.min_size),
-            BodyKind::Upgrade(_) => false,
+        // The body's length, `None` for a stream of unknown length.
+        let len = match &r.body.kind {
+            BodyKind::Full(bytes) => Some(bytes.len() as u64),
+            BodyKind::Stream { len, .. } => *len,
+            BodyKind::Upgrade(_) => return r,
         };
+        let big_enough = len.is_none_or(|n| n >= self.min_size);
         if compressible_type != Some(true) || !big_enough {
             return r;
         }
@@ -183,7 +196,7 @@ impl Ask {
                 }),
                 len: None,
             },
-            BodyKind::Upgrade(_) => unreachable!("not big enough, above"),
+            BodyKind::Upgrade(_) => unreachable!("returned above"),
         };
         let headers = r.headers.get_or_insert_default();
         headers.retain(|(name, _)| *name != ACCEPT_RANGES);
@@ -191,6 +204,18 @@ impl Ask {
         weaken_etag(&mut r);
         r
     }
+}
+
+/// Whether the response's `Cache-Control` says `no-transform` (RFC 9111 §5.2.2.6): no
+/// intermediary, nor a wrapper such as this, may change its content coding (RFC 9110 §7.7).
+/// Directive names are case-insensitive; the lines are one list.
+fn no_transform(r: &Response) -> bool {
+    r.headers
+        .iter()
+        .flat_map(|h| h.iter())
+        .filter(|(name, _)| *name == CACHE_CONTROL)
+        .flat_map(|(_, value)| volt_proto::list_elements(value.as_bytes()))
+        .any(|directive| directive.eq_ignore_ascii_case(b"no-transform"))
 }
 
 /// Adds `Accept-Encoding` to the response's `Vary`, unless it is there already or `Vary` is

@@ -415,7 +415,7 @@ fn sends_the_request_as_written() {
     assert_eq!(
         head,
         // `accept-encoding` is the client's own, after the caller's fields (decompression).
-        format!("GET /a/b?c=d HTTP/1.1\r\nhost: {addr}\r\nx-one: 1\r\naccept-encoding: gzip, br\r\n\r\n")
+        format!("GET /a/b?c=d HTTP/1.1\r\nhost: {addr}\r\nx-one: 1\r\naccept-encoding: gzip, deflate, br\r\n\r\n")
     );
 }
 

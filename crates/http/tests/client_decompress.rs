@@ -1,6 +1,6 @@
 //! The client's content decoding: against volt's own `Compress` (HTTP/1.1 and h2c), and
-//! against scripted raw servers sending exact gzip and br bytes, corrupt, truncated, or a
-//! bomb read piece by piece.
+//! against scripted raw servers sending exact gzip, deflate (zlib and raw) and br bytes,
+//! corrupt, truncated, or a bomb read piece by piece or whole within `max_decoded_body`.
 
 mod clientcommon;
 mod common;
@@ -24,6 +24,20 @@ fn gzip(data: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(data).unwrap();
     e.finish().unwrap()
+}
+
+/// `deflate` as RFC 9110 means it (zlib), or raw as some servers send it.
+fn deflate(data: &[u8], zlib: bool) -> Vec<u8> {
+    let level = flate2::Compression::default();
+    if zlib {
+        let mut e = flate2::write::ZlibEncoder::new(Vec::new(), level);
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    } else {
+        let mut e = flate2::write::DeflateEncoder::new(Vec::new(), level);
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
 }
 
 fn br(data: &[u8]) -> Vec<u8> {
@@ -82,7 +96,10 @@ fn against_compress(builder: fn() -> volt_http::ClientBuilder) {
         assert_eq!(r.header("content-encoding"), None);
         assert_eq!(r.header("content-length"), None);
         assert_eq!(r.header("vary"), Some("Accept-Encoding"));
-        assert_eq!(r.text().await.unwrap(), format!("gzip, br\n{}", text()));
+        assert_eq!(
+            r.text().await.unwrap(),
+            format!("gzip, deflate, br\n{}", text())
+        );
         // A stream is decoded as it comes: the first event before the second is sent.
         let mut r = client.get(&url(addr, "/events")).send().await.unwrap();
         assert_eq!(r.chunk().await.unwrap().unwrap(), "data: first\n\n");
@@ -141,7 +158,10 @@ fn decodes_volts_own_compression_on_http2() {
 fn serving(coding: &'static str, body: Vec<u8>) -> std::net::SocketAddr {
     raw_server(move |mut stream| {
         let head = read_head(&mut stream);
-        assert!(head.contains("accept-encoding: gzip, br\r\n"), "{head}");
+        assert!(
+            head.contains("accept-encoding: gzip, deflate, br\r\n"),
+            "{head}"
+        );
         let answer = format!(
             "HTTP/1.1 200 OK\r\nContent-Encoding: {coding}\r\nContent-Length: {}\r\n\r\n",
             body.len()
@@ -158,6 +178,8 @@ fn exact_gzip_and_br_bytes_decode() {
         ("gzip", gzip(plain.as_bytes()), plain),
         ("x-gzip", gzip(plain.as_bytes()), plain),
         ("BR", br(plain.as_bytes()), plain),
+        ("deflate", deflate(plain.as_bytes(), true), plain),
+        ("Deflate", deflate(plain.as_bytes(), false), plain),
         // Two gzip members are their concatenation (RFC 1952 §2.2).
         ("gzip", [gzip(b"one "), gzip(b"two")].concat(), "one two"),
     ] {
@@ -184,12 +206,19 @@ fn corrupt_or_truncated_bodies_are_errors() {
     let packed = gzip(plain.as_bytes());
     let cut = packed[..packed.len() - 4].to_vec();
     let bad_br = br(plain.as_bytes())[..20].to_vec();
+    let mut bad_adler = deflate(plain.as_bytes(), true);
+    *bad_adler.last_mut().unwrap() ^= 1;
+    let zlib = deflate(plain.as_bytes(), true);
+    let cut_zlib = zlib[..zlib.len() - 2].to_vec();
     for (coding, body) in [
         ("gzip", b"not gzip at all".to_vec()),
         ("gzip", flipped),
         ("gzip", cut),
         ("br", bad_br),
         ("br", b"\xff\xff\xff garbage".to_vec()),
+        ("deflate", bad_adler),
+        ("deflate", cut_zlib),
+        ("deflate", b"\xff not deflate".to_vec()),
     ] {
         let (_, got) = block_on_get(&url(serving(coding, body), "/")).unwrap();
         let e = got.unwrap_err();
@@ -215,6 +244,58 @@ fn a_bomb_is_read_piece_by_piece() {
         }
         assert_eq!(total, 64 << 20);
         assert!(largest <= 32 * 1024, "{largest}");
+    });
+}
+
+#[test]
+fn a_bomb_read_whole_stops_at_max_decoded_body() {
+    // 8 MiB of zeros in about 8 KiB of gzip, and in raw deflate.
+    let zeros = vec![0u8; 8 << 20];
+    for (coding, bomb) in [("gzip", gzip(&zeros)), ("deflate", deflate(&zeros, false))] {
+        assert!(bomb.len() < 16 * 1024);
+        let addr = serving(coding, bomb);
+        volt_rt::block_on(async move {
+            let client = Client::builder().max_decoded_body(1 << 20).build();
+            for whole in 0..2 {
+                let r = client.get(&url(addr, "/")).send().await.unwrap();
+                let e = match whole {
+                    0 => r.bytes().await.unwrap_err(),
+                    _ => r.text().await.unwrap_err(),
+                };
+                assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{coding}: {e}");
+                assert!(
+                    e.to_string().contains("limit of 1048576 bytes"),
+                    "{coding}: {e}"
+                );
+            }
+            // Piece by piece it is not limited: all 8 MiB come, at most 32 KiB at a time.
+            let mut r = client.get(&url(addr, "/")).send().await.unwrap();
+            let mut total = 0;
+            while let Some(piece) = r.chunk().await.unwrap() {
+                assert!(piece.len() <= 32 * 1024);
+                total += piece.len();
+            }
+            assert_eq!(total, 8 << 20);
+            // A limit of exactly the decoded size passes; one byte less does not.
+            let exact = Client::builder().max_decoded_body(8 << 20).build();
+            let got = exact.get(&url(addr, "/")).send().await.unwrap().bytes();
+            assert_eq!(got.await.unwrap().len(), 8 << 20);
+            let under = Client::builder().max_decoded_body((8 << 20) - 1).build();
+            let got = under.get(&url(addr, "/")).send().await.unwrap().bytes();
+            assert_eq!(got.await.unwrap_err().kind(), io::ErrorKind::InvalidData);
+        });
+    }
+    // A body that came without a coding is not the limit's business.
+    let plain = vec![b'x'; 4096];
+    let addr = raw_server(move |mut stream| {
+        read_head(&mut stream);
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 4096\r\n\r\n";
+        let _ = stream.write_all(&[head.as_bytes(), &plain].concat());
+    });
+    volt_rt::block_on(async move {
+        let client = Client::builder().max_decoded_body(100).build();
+        let got = client.get(&url(addr, "/")).send().await.unwrap().bytes();
+        assert_eq!(got.await.unwrap(), vec![b'x'; 4096]);
     });
 }
 

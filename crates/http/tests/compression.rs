@@ -73,6 +73,41 @@ fn app() -> Router {
             }),
         )
         .route(
+            "/sized/{n}",
+            get(|req: Request| async move {
+                let n: usize = req.param("n").unwrap();
+                Response::text(vec![b'a'; n])
+            }),
+        )
+        .route(
+            "/no-transform",
+            get(|_req| async {
+                Response::text("a body to leave alone. ".repeat(100))
+                    .with_header("cache-control", "max-age=60, No-Transform")
+            }),
+        )
+        .route(
+            "/no-transform-lines",
+            get(|_req| async {
+                Response::text("a body to leave alone. ".repeat(100))
+                    .with_header("cache-control", "public")
+                    .with_header("cache-control", "no-transform")
+            }),
+        )
+        .route(
+            "/transformable",
+            get(|_req| async {
+                Response::text("a body to compress. ".repeat(100))
+                    .with_header("cache-control", "no-cache, max-age=0")
+            }),
+        )
+        .route(
+            "/no-content",
+            get(|_req| async {
+                Response::text("x".repeat(4096)).with_status(StatusCode::NO_CONTENT)
+            }),
+        )
+        .route(
             "/tagged",
             get(move |_req| {
                 let body = big_text.clone();
@@ -174,6 +209,9 @@ fn what_is_left_alone() {
     let r = get_with(&low, "/small", gzip);
     assert_eq!(r.header("content-encoding"), Some("br"));
     assert_eq!(unbrotli(&r.body), b"tiny");
+    let r = get_with(&low, "/small", "Accept-Encoding: gzip\r\n");
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert_eq!(gunzip(&r.body), b"tiny");
     // HEAD: the identity head (its length), but it says that the answer varies.
     let mut c = server.connect();
     c.send(format!("HEAD /json HTTP/1.1\r\nHost: t\r\n{gzip}\r\n").as_bytes());
@@ -184,6 +222,61 @@ fn what_is_left_alone() {
         r.header("content-length"),
         Some(json().len().to_string().as_str())
     );
+}
+
+#[test]
+fn the_default_threshold_is_512_bytes() {
+    let server = serve();
+    let both = "Accept-Encoding: gzip, br\r\n";
+    // 511 bytes: left alone, nothing varies; 512 on: compressed, by the encoders the worker
+    // keeps (each response decodes alone, whatever came before on the same worker).
+    let r = get_with(&server, "/sized/511", both);
+    assert_eq!(
+        (r.header("content-encoding"), r.header("vary")),
+        (None, None)
+    );
+    assert_eq!(r.body, vec![b'a'; 511]);
+    for n in [512, 600, 1024, 5000, 512] {
+        for (fields, coding) in [(both, "br"), ("Accept-Encoding: gzip\r\n", "gzip")] {
+            let r = get_with(&server, &format!("/sized/{n}"), fields);
+            assert_eq!(r.header("content-encoding"), Some(coding), "{n}");
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{n}");
+            let body = match coding {
+                "gzip" => gunzip(&r.body),
+                _ => unbrotli(&r.body),
+            };
+            assert_eq!(body, vec![b'a'; n], "{n}");
+        }
+    }
+}
+
+#[test]
+fn no_transform_and_bodiless_statuses_are_left_alone() {
+    let server = serve();
+    let gzip = "Accept-Encoding: gzip, br\r\n";
+    // `Cache-Control: no-transform` (any case, on any of its lines): as the service sent it,
+    // without `Vary` (its form never depends on Accept-Encoding).
+    for path in ["/no-transform", "/no-transform-lines"] {
+        let r = get_with(&server, path, gzip);
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-encoding"), None, "{path}");
+        assert_eq!(r.header("vary"), None, "{path}");
+        assert_eq!(r.header("content-length"), Some("2300"), "{path}");
+        assert_eq!(r.body, "a body to leave alone. ".repeat(100).as_bytes());
+    }
+    // Other directives do not stop it.
+    let r = get_with(&server, "/transformable", gzip);
+    assert_eq!(r.header("content-encoding"), Some("br"));
+    assert_eq!(
+        unbrotli(&r.body),
+        "a body to compress. ".repeat(100).as_bytes()
+    );
+    // A 204 has no body to compress (the server drops the one given).
+    let r = get_with(&server, "/no-content", gzip);
+    assert_eq!(r.status, 204);
+    assert_eq!(r.header("content-encoding"), None);
+    assert_eq!(r.header("vary"), None);
+    assert!(r.body.is_empty());
 }
 
 #[test]

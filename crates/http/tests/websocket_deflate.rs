@@ -397,20 +397,77 @@ fn the_client_reads_rfc_7692_bytes_and_sends_rsv1() {
     });
 }
 
+/// A raw server's end of a connection the client fails: its close frame says 1002.
+fn client_closes_with_1002(mut s: TcpStream) {
+    let mut decoder = Decoder::new(Role::Server, 1024);
+    let mut buf = BytesMut::new();
+    let (_, m) = next_from_client(&mut s, &mut buf, &mut decoder);
+    assert_eq!(m, Incoming::Close(Some((1002, String::new()))));
+}
+
 #[test]
 fn rsv1_from_a_server_that_did_not_agree_fails_with_1002() {
     const FRAMES: &[u8] = &[0xc1, 0x07, 0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00];
-    let addr = raw_ws_server(None, FRAMES, |mut s| {
-        let mut decoder = Decoder::new(Role::Server, 1024);
-        let mut buf = BytesMut::new();
-        let (_, m) = next_from_client(&mut s, &mut buf, &mut decoder);
-        assert_eq!(m, Incoming::Close(Some((1002, String::new()))));
-    });
+    let addr = raw_ws_server(None, FRAMES, client_closes_with_1002);
     volt_rt::block_on(async move {
         let mut ws = client().websocket(&url(addr, "/")).connect().await.unwrap();
         assert_eq!(ws.deflate(), None);
         let err = ws.recv().await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert!(err.to_string().contains("RSV bit"), "{err}");
+    });
+}
+
+/// Two compressed text frames, unmasked, built by hand (fixed Huffman codes): "abcdefgh",
+/// then "xy" and 8 bytes copied from 10 back, which reaches into the first message ("xyabcdefgh"
+/// with context kept; a reference outside the window without).
+const REFERS_BACK: &[u8] = &[
+    0xc1, 0x0a, 0x4a, 0x4c, 0x4a, 0x4e, 0x49, 0x4d, 0x4b, 0xcf, 0x00, 0x00, //
+    0xc1, 0x06, 0xaa, 0xa8, 0x84, 0xb1, 0x00, 0x00,
+];
+
+#[test]
+fn issue_no_context_takeover_broken_by_the_peer_fails_with_1002() {
+    // At the server: a client that offered client_no_context_takeover, then refers back.
+    let server = start(app());
+    let offer = "Sec-WebSocket-Extensions: permessage-deflate; client_no_context_takeover\r\n";
+    let (mut raw, head) = Raw::open(server.addr(), "/fresh", offer);
+    assert!(head.contains("client_no_context_takeover"), "{head}");
+    let (first, second) = REFERS_BACK.split_at(12);
+    let compressed = |frame: &[u8]| {
+        let mut out = Vec::new();
+        encode_compressed_frame(&mut out, Opcode::Text, &frame[2..], Some(MASK));
+        out
+    };
+    raw.send(&compressed(first));
+    // The first is echoed (compressed by the server, which keeps no context either).
+    let echo = raw.raw_frame();
+    let params = DeflateParams {
+        server_no_context_takeover: true,
+        client_no_context_takeover: true,
+        server_max_window_bits: 15,
+        client_max_window_bits: 15,
+    };
+    let mut decoder = Decoder::with_deflate(Role::Client, 1024, params);
+    let got = decoder.decode(&mut BytesMut::from(&echo[..])).unwrap();
+    assert_eq!(got, Some(Incoming::Text(Bytes::from_static(b"abcdefgh"))));
+    raw.send(&compressed(second));
+    assert_eq!(raw.close_code(), 1002);
+
+    // At the client: a server that agreed to server_no_context_takeover, then refers back.
+    let addr = raw_ws_server(
+        Some("permessage-deflate; server_no_context_takeover"),
+        REFERS_BACK,
+        client_closes_with_1002,
+    );
+    volt_rt::block_on(async move {
+        let mut ws = client().websocket(&url(addr, "/")).connect().await.unwrap();
+        assert_eq!(
+            ws.recv().await.unwrap(),
+            Some(Message::Text("abcdefgh".into()))
+        );
+        let err = ws.recv().await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(err.to_string().contains("does not inflate"), "{err}");
     });
 }

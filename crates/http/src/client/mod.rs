@@ -74,7 +74,7 @@ pub struct ClientBuilder {
     limits: Limits,
     tls: Option<Arc<rustls::ClientConfig>>,
     http2: Http2,
-    decompress: bool,
+    decompress: decode::Decompression,
 }
 
 /// When the client speaks HTTP/2.
@@ -97,8 +97,8 @@ struct Inner {
     redirects: usize,
     limits: Limits,
     http2: Http2,
-    /// Ask for gzip and br, and decode them (`decode`).
-    decompress: bool,
+    /// Ask for codings and decode them, within a limit (`decode`).
+    decompress: decode::Decompression,
     /// The TLS settings: the caller's, or Mozilla's roots (webpki-roots), made on first use.
     tls: OnceCell<Arc<rustls::ClientConfig>>,
     /// Idle HTTP/1 connections per origin, the most recently used last.
@@ -219,7 +219,7 @@ impl Default for ClientBuilder {
             limits: Limits::default(),
             tls: None,
             http2: Http2::Alpn,
-            decompress: true,
+            decompress: decode::Decompression::default(),
         }
     }
 }
@@ -278,11 +278,11 @@ impl ClientBuilder {
         self
     }
 
-    /// Whether requests ask for compressed responses (`Accept-Encoding: gzip, br`, unless the
-    /// request sets its own) and their bodies are decompressed as they are read, with
-    /// `Content-Encoding` and `Content-Length` taken off the headers. Default: on.
+    /// Whether requests ask for compressed responses (`Accept-Encoding: gzip, deflate, br`,
+    /// unless the request sets its own) and their bodies are decompressed as they are read,
+    /// with `Content-Encoding` and `Content-Length` taken off the headers. Default: on.
     pub fn decompress(mut self, on: bool) -> Self {
-        self.decompress = on;
+        self.decompress.on = on;
         self
     }
 
@@ -635,7 +635,7 @@ impl RequestBuilder {
             mut body,
         } = self;
         let mut target = target?;
-        let decode = decode::ask(&mut headers, client.inner.decompress);
+        let decode = decode::ask(&mut headers, client.inner.decompress.on);
         let mut redirects = 0;
         loop {
             let again = body.as_bytes().filter(|_| body.trailers.is_none()).cloned();

@@ -4,7 +4,7 @@ use std::fmt;
 use std::io;
 use std::rc::Rc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::{HeaderMap, StatusCode, Version};
 use serde::de::DeserializeOwned;
 use volt_proto::BodyDecoder;
@@ -112,7 +112,8 @@ impl ClientResponse {
     /// client asked for codings) and it has one the client knows (`decode::start`).
     pub(super) fn decoded(mut self, on: bool, head_request: bool) -> ClientResponse {
         if on {
-            self.decoding = decode::start(&mut self.headers, self.status, head_request);
+            let settings = &self.body.client.decompress;
+            self.decoding = decode::start(&mut self.headers, self.status, head_request, settings);
         }
         self
     }
@@ -158,20 +159,24 @@ impl ClientResponse {
     }
 
     /// The whole body. It is held in memory: read large or untrusted bodies with
-    /// [`chunk`](ClientResponse::chunk).
+    /// [`chunk`](ClientResponse::chunk). A body the client decompresses may decode to at
+    /// most [`ClientBuilder::max_decoded_body`](super::ClientBuilder::max_decoded_body)
+    /// bytes (64 MiB by default), and never holds more.
     ///
     /// # Errors
     ///
-    /// As [`chunk`](ClientResponse::chunk).
+    /// As [`chunk`](ClientResponse::chunk), and `InvalidData` for a decoded body over the
+    /// client's limit.
     pub async fn bytes(mut self) -> io::Result<Bytes> {
-        let mut all = BytesMut::new();
+        let limit = self.decoding.as_ref().map_or(usize::MAX, |d| d.max_body());
+        let mut all = Vec::new();
         while let Some(chunk) = self.chunk().await? {
-            if all.is_empty() && self.ended() {
+            if all.is_empty() && self.ended() && chunk.len() <= limit {
                 return Ok(chunk); // all of it in one piece: no copy
             }
-            all.extend_from_slice(&chunk);
+            decode::append_within(&mut all, &chunk, limit)?;
         }
-        Ok(all.freeze())
+        Ok(all.into())
     }
 
     /// The whole body as UTF-8 text.

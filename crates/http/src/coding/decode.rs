@@ -41,6 +41,7 @@ pub(crate) struct Decoder {
 
 enum Codec {
     Gzip(Box<Gzip>),
+    Deflate(Box<Deflate>),
     Br(
         Box<BrotliState<HeapAlloc<u8>, HeapAlloc<u32>, HeapAlloc<HuffmanCode>>>,
         BrState,
@@ -65,6 +66,15 @@ enum Gzip {
     Trailer { crc: u32, len: u32, seen: Vec<u8> },
     /// A member ended; another may follow.
     Between,
+}
+
+/// Where a `deflate` stream stands (RFC 9110 §8.4.1.2).
+enum Deflate {
+    /// Its first two bytes, as they come: a zlib header (RFC 1950 §2.2) or raw DEFLATE.
+    Sniff(Vec<u8>),
+    /// Inflating, with the zlib wrapper (its Adler-32 checked by miniz_oxide) or without.
+    Data(Decompress),
+    Ended,
 }
 
 /// A malformed compressed body.
@@ -104,6 +114,20 @@ impl Decoder {
         }
     }
 
+    /// A decoder for the `deflate` coding: the zlib format RFC 9110 §8.4.1.2 names, or raw
+    /// DEFLATE without it, as some servers send and browsers read. The first two bytes tell
+    /// which: a zlib header is method 8 with a window of at most 32 KiB, no preset
+    /// dictionary, and a check that makes the pair a multiple of 31; raw DEFLATE starting
+    /// with such a pair would be a stored block that its own LEN/NLEN check then refuses,
+    /// almost always.
+    pub(crate) fn deflate() -> Decoder {
+        Decoder {
+            codec: Codec::Deflate(Box::new(Deflate::Sniff(Vec::with_capacity(2)))),
+            input: Bytes::new(),
+            fed_any: false,
+        }
+    }
+
     /// Adds compressed bytes. Call only once [`Decoder::step`] has given `None` (everything
     /// fed before is consumed).
     pub(crate) fn feed(&mut self, input: Bytes) {
@@ -124,6 +148,7 @@ impl Decoder {
             }
             let out = match &mut self.codec {
                 Codec::Gzip(gzip) => gzip.step(&mut self.input)?,
+                Codec::Deflate(deflate) => deflate.step(&mut self.input)?,
                 Codec::Br(state, at) => br_step(state, at, &mut self.input)?,
             };
             if !out.is_empty() {
@@ -136,7 +161,7 @@ impl Decoder {
     /// consumed (brotli keeps some when a step's output filled up).
     fn has_pending_output(&self) -> bool {
         match &self.codec {
-            Codec::Gzip(_) => false,
+            Codec::Gzip(_) | Codec::Deflate(_) => false,
             Codec::Br(_, at) => *at == BrState::OutputFull,
         }
     }
@@ -147,6 +172,7 @@ impl Decoder {
         let whole = !self.fed_any
             || match &self.codec {
                 Codec::Gzip(gzip) => matches!(**gzip, Gzip::Between),
+                Codec::Deflate(deflate) => matches!(**deflate, Deflate::Ended),
                 Codec::Br(_, at) => *at == BrState::Ended,
             };
         if whole {
@@ -187,29 +213,16 @@ impl Gzip {
                 Ok(Bytes::new())
             }
             Gzip::Data { inflate, crc } => {
-                let mut out = Vec::with_capacity(STEP_OUT);
-                let before = inflate.total_in();
-                let status = inflate
-                    .decompress_vec(input, &mut out, FlushDecompress::None)
-                    .map_err(|_| DecodeError("corrupt gzip data"))?;
-                let consumed = (inflate.total_in() - before) as usize;
-                input.advance(consumed);
+                let (out, ended) = inflate_step(inflate, input, "corrupt gzip data")?;
                 crc.update(&out);
-                if status == Status::StreamEnd {
+                if ended {
                     *self = Gzip::Trailer {
                         crc: crc.sum(),
                         len: crc.amount(),
                         seen: Vec::with_capacity(8),
                     };
-                } else if consumed == 0 && out.is_empty() {
-                    // No progress with input to take and room to write: cannot happen, but a
-                    // stuck decoder must not spin.
-                    return Err(DecodeError("corrupt gzip data"));
                 }
-                if out.len() < out.capacity() / 2 {
-                    out.shrink_to_fit();
-                }
-                Ok(Bytes::from(out))
+                Ok(out)
             }
             Gzip::Trailer { crc, len, seen } => {
                 let take = input.len().min(8 - seen.len());
@@ -227,6 +240,71 @@ impl Gzip {
             }
         }
     }
+}
+
+impl Deflate {
+    /// One step: consumes some of `input`, gives out what it decoded (maybe nothing).
+    fn step(&mut self, input: &mut Bytes) -> Result<Bytes, DecodeError> {
+        match self {
+            Deflate::Sniff(seen) => {
+                let take = input.len().min(2 - seen.len());
+                seen.extend_from_slice(&input[..take]);
+                input.advance(take);
+                if seen.len() < 2 {
+                    return Ok(Bytes::new());
+                }
+                let (cmf, flg) = (seen[0], seen[1]);
+                let zlib = cmf & 0x0f == 8
+                    && cmf >> 4 <= 7
+                    && flg & 0x20 == 0
+                    && (u16::from(cmf) << 8 | u16::from(flg)) % 31 == 0;
+                let mut inflate = Decompress::new(zlib);
+                // The two bytes go to the inflater first (a zlib header, or raw data).
+                let mut head = Bytes::from(std::mem::take(seen));
+                let (out, ended) = inflate_step(&mut inflate, &mut head, "corrupt deflate data")?;
+                *self = match ended {
+                    true => Deflate::Ended,
+                    false => Deflate::Data(inflate),
+                };
+                Ok(out)
+            }
+            Deflate::Data(inflate) => {
+                let (out, ended) = inflate_step(inflate, input, "corrupt deflate data")?;
+                if ended {
+                    *self = Deflate::Ended;
+                }
+                Ok(out)
+            }
+            Deflate::Ended => Err(DecodeError("data after the end of the deflate stream")),
+        }
+    }
+}
+
+/// Inflates some of `input` (consumed as far as it went): up to [`STEP_OUT`] bytes, and
+/// whether the DEFLATE stream (with its zlib trailer, if any) ended; `corrupt` is the error
+/// for bad data.
+fn inflate_step(
+    inflate: &mut Decompress,
+    input: &mut Bytes,
+    corrupt: &'static str,
+) -> Result<(Bytes, bool), DecodeError> {
+    let mut out = Vec::with_capacity(STEP_OUT);
+    let before = inflate.total_in();
+    let status = inflate
+        .decompress_vec(input, &mut out, FlushDecompress::None)
+        .map_err(|_| DecodeError(corrupt))?;
+    let consumed = (inflate.total_in() - before) as usize;
+    input.advance(consumed);
+    let ended = status == Status::StreamEnd;
+    if !ended && consumed == 0 && out.is_empty() && !input.is_empty() {
+        // No progress with input to take and room to write: cannot happen, but a stuck
+        // decoder must not spin.
+        return Err(DecodeError(corrupt));
+    }
+    if out.len() < out.capacity() / 2 {
+        out.shrink_to_fit();
+    }
+    Ok((Bytes::from(out), ended))
 }
 
 /// The length of the gzip member header at the front of `seen`, once all of it is there
@@ -322,7 +400,10 @@ pub(crate) mod tests {
 
     /// Decodes `pieces` fed one after the other, checking the bound on each step.
     pub(crate) fn decode_all(coding: Coding, pieces: &[&[u8]]) -> Result<Vec<u8>, DecodeError> {
-        let mut decoder = Decoder::new(coding);
+        decode_with(Decoder::new(coding), pieces)
+    }
+
+    fn decode_with(mut decoder: Decoder, pieces: &[&[u8]]) -> Result<Vec<u8>, DecodeError> {
         let mut got = Vec::new();
         for piece in pieces {
             decoder.feed(Bytes::copy_from_slice(piece));
@@ -407,6 +488,51 @@ pub(crate) mod tests {
         // An empty body is empty, whatever it claims.
         assert_eq!(decode_all(Coding::Gzip, &[]).unwrap(), b"");
         assert_eq!(decode_all(Coding::Br, &[b""]).unwrap(), b"");
+    }
+
+    #[test]
+    fn deflate_is_zlib_or_raw() {
+        use std::io::Write;
+        let data = text(5000);
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
+        zlib.write_all(&data).unwrap();
+        let zlib = zlib.finish().unwrap();
+        assert_eq!(zlib[..2], [0x78, 0x9c], "a zlib header");
+        let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(1));
+        raw.write_all(&data).unwrap();
+        let raw = raw.finish().unwrap();
+        let deflate = |pieces: &[&[u8]]| decode_with(Decoder::deflate(), pieces);
+        for packed in [&zlib, &raw] {
+            for at in 0..=packed.len().min(40) {
+                let got = deflate(&[&packed[..at], &packed[at..]]).unwrap();
+                assert_eq!(got, data, "split at {at}");
+            }
+            let bytes: Vec<&[u8]> = packed.chunks(1).collect();
+            assert_eq!(deflate(&bytes).unwrap(), data);
+            // Cut short, or followed by anything: errors.
+            assert!(deflate(&[&packed[..packed.len() - 1]]).is_err());
+            assert!(deflate(&[&packed[..1]]).is_err());
+            let extra = [&packed[..], b"x"].concat();
+            assert!(deflate(&[&extra]).is_err());
+        }
+        // The zlib trailer's Adler-32 is checked.
+        let mut bad = zlib.clone();
+        *bad.last_mut().unwrap() ^= 1;
+        assert!(deflate(&[&bad]).is_err());
+        // RFC 1950's example header with RFC 1951's smallest streams: an empty final fixed
+        // block, raw (`03 00`) and wrapped (with the Adler-32 of nothing, 1).
+        assert_eq!(deflate(&[&[0x03, 0x00]]).unwrap(), b"");
+        assert_eq!(
+            deflate(&[&[0x78, 0x01, 0x03, 0x00, 0, 0, 0, 1]]).unwrap(),
+            b""
+        );
+        // "hi" as a stored block, raw: its first byte (01) is no zlib method.
+        let stored = [0x01, 0x02, 0x00, 0xfd, 0xff, b'h', b'i'];
+        assert_eq!(deflate(&[&stored]).unwrap(), b"hi");
+        // A zlib header asking for a preset dictionary is no zlib header: taken as raw, it
+        // does not inflate.
+        assert!(deflate(&[&[0x78, 0xbb, 0x03, 0x00]]).is_err());
+        assert_eq!(deflate(&[]).unwrap(), b"");
     }
 
     #[test]

@@ -24,18 +24,21 @@
 //! JSON, 1.9% more for the HTML), for 18% fewer instructions than the usual default, 6, on
 //! the HTML. brotli 3 costs what gzip 4 does (0.98× on both) and is 11–16% smaller; quality 4
 //! is another 8% smaller on the HTML (1% on the JSON) for 1.5–1.6× the instructions, and 5
-//! costs 2.5–2.7× what 3 does. Much of the cost is fixed: an encoder's setup and end come to
-//! about 403 k instructions for gzip and 300 k for brotli 3 on a 12-byte body (mostly its
-//! tables cleared), which is why `Compress` leaves bodies under 1 KiB alone. Brotli's window
-//! is 2^18 (256 KiB): dynamic answers are rarely larger, and a stream's encoder holds a
+//! costs 2.5–2.7× what 3 does. Much of the cost is fixed: a new encoder's setup and end come
+//! to about 403 k instructions for gzip and 300 k for brotli 3 on a 12-byte body (mostly its
+//! tables cleared). So the costly parts are reused, a few per worker: gzip's compressors
+//! (`gzip`) and brotli's hashers (`br`), which more than halves what a small body costs
+//! (1 KiB: gzip 247 k instead of 505 k, brotli 192 k instead of 437 k), and lets `Compress`
+//! compress from 512 bytes (BENCHMARKS.md, "Compression encoder reuse"). Brotli's window is
+//! 2^18 (256 KiB): dynamic answers are rarely larger, and a stream's encoder holds a
 //! window's worth of memory.
 
-use std::io::{self, Write};
+use std::io;
 
 use bytes::Bytes;
-use flate2::write::GzEncoder;
-use flate2::Compression;
 
+use super::br::BrEncoder;
+use super::gzip::GzipEncoder;
 use super::Coding;
 
 /// gzip's level (of 1–9; see the table above).
@@ -44,8 +47,6 @@ pub(crate) const GZIP_LEVEL: u32 = 4;
 pub(crate) const BR_QUALITY: u32 = 3;
 /// brotli's window, log2 of its bytes.
 pub(crate) const BR_WINDOW: u32 = 18;
-/// brotli's internal buffer between calls.
-const BR_BUFFER: usize = 4096;
 
 /// `data` compressed whole with `coding`.
 pub(crate) fn encode_all(coding: Coding, data: &[u8]) -> Bytes {
@@ -57,28 +58,24 @@ pub(crate) fn encode_all(coding: Coding, data: &[u8]) -> Bytes {
 
 /// A compressor for one body, fed piece by piece.
 pub(crate) enum Encoder {
-    Gzip(GzEncoder<Vec<u8>>),
-    // Boxed: brotli's state is a few KiB.
-    Br(Box<brotli::CompressorWriter<Vec<u8>>>),
+    /// From the worker's pool (`gzip`).
+    Gzip(GzipEncoder),
+    /// With a hasher from the worker's pool (`br`).
+    Br(BrEncoder),
 }
 
 impl Encoder {
     pub(crate) fn new(coding: Coding) -> Encoder {
         match coding {
-            Coding::Gzip => Encoder::Gzip(GzEncoder::new(Vec::new(), Compression::new(GZIP_LEVEL))),
-            Coding::Br => Encoder::Br(Box::new(brotli::CompressorWriter::new(
-                Vec::new(),
-                BR_BUFFER,
-                BR_QUALITY,
-                BR_WINDOW,
-            ))),
+            Coding::Gzip => Encoder::Gzip(GzipEncoder::new()),
+            Coding::Br => Encoder::Br(BrEncoder::new()),
         }
     }
 
     fn write(&mut self, data: &[u8]) -> io::Result<()> {
         match self {
-            Encoder::Gzip(e) => e.write_all(data),
-            Encoder::Br(e) => e.write_all(data),
+            Encoder::Gzip(e) => e.write(data),
+            Encoder::Br(e) => e.write(data),
         }
     }
 
@@ -92,22 +89,22 @@ impl Encoder {
             Encoder::Gzip(e) => e.flush()?,
             Encoder::Br(e) => e.flush()?,
         }
-        Ok(Bytes::from(std::mem::take(self.output())))
+        Ok(Bytes::from(self.output()))
     }
 
     /// Ends the stream: the last bytes (gzip's trailer, brotli's last meta-block).
     pub(crate) fn finish(self) -> io::Result<Bytes> {
         let out = match self {
             Encoder::Gzip(e) => e.finish()?,
-            Encoder::Br(e) => e.into_inner(),
+            Encoder::Br(e) => e.finish()?,
         };
         Ok(Bytes::from(out))
     }
 
-    fn output(&mut self) -> &mut Vec<u8> {
+    fn output(&mut self) -> Vec<u8> {
         match self {
-            Encoder::Gzip(e) => e.get_mut(),
-            Encoder::Br(e) => e.get_mut(),
+            Encoder::Gzip(e) => e.take_output(),
+            Encoder::Br(e) => e.take_output(),
         }
     }
 }
@@ -138,6 +135,46 @@ mod tests {
         // gzip's fixed header: magic, deflate, no flags, no time, no extra flags, OS unknown.
         let gz = encode_all(Coding::Gzip, b"x");
         assert_eq!(gz[..10], [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+    }
+
+    /// JSON records, cut to `len` bytes: a dynamic answer of that size.
+    fn records(len: usize) -> Vec<u8> {
+        (0..)
+            .flat_map(|i| {
+                format!(
+                    r#"{{"id":{},"name":"User Number {i}","email":"user.{i}@example.com","active":{},"tags":["beta","europe"]}},"#,
+                    1_000_000 + i,
+                    i % 3 != 0
+                )
+                .into_bytes()
+            })
+            .take(len)
+            .collect()
+    }
+
+    #[inline(never)]
+    fn encode_many(coding: Coding, data: &[u8], count: usize) -> usize {
+        (0..count)
+            .map(|_| encode_all(coding, std::hint::black_box(data)).len())
+            .sum()
+    }
+
+    /// What `Compress` spends on a body in memory, per response: run under callgrind, as
+    /// BENCHMARKS.md ("Compression encoder reuse") says, with `VOLT_ENCODE="gzip 4096 200"`
+    /// (coding, body size, responses). The first response (the worker's first encoder) is
+    /// made outside the count.
+    #[test]
+    #[ignore = "a callgrind harness, run by hand"]
+    fn callgrind_encode_all() {
+        let spec = std::env::var("VOLT_ENCODE").unwrap_or_else(|_| "gzip 4096 10".into());
+        let spec: Vec<&str> = spec.split_whitespace().collect();
+        let coding = Coding::from_token(spec[0].as_bytes()).expect("gzip or br");
+        let data = records(spec[1].parse().expect("a size"));
+        let count = spec[2].parse().expect("a count");
+        let one = encode_all(coding, &data);
+        assert_eq!(decode_all(coding, &[&one]).unwrap(), data);
+        let total = encode_many(coding, &data, count);
+        println!("{coding:?} {} bytes -> {}", data.len(), total / count);
     }
 
     #[test]

@@ -3,12 +3,33 @@
 //! (a body in memory at once, a stream piece by piece), `decode` decompresses with a bound on
 //! what one step gives out.
 //!
-//! Two codings are spoken: `gzip` (RFC 1952, through flate2 on miniz_oxide) and `br` (RFC
-//! 7932, through the pure-Rust brotli crates). No `deflate` (its zlib-or-raw confusion made
-//! it the coding clients handle worst) and no `zstd` (a C library).
+//! Two codings are spoken both ways: `gzip` (RFC 1952, through flate2 on miniz_oxide, its
+//! compressors reused per worker: `gzip`) and `br` (RFC 7932, through the pure-Rust brotli
+//! crates), the [`Coding`]s. A third is decoded by the client
+//! ([`decode::Decoder::deflate`]) but never chosen by `Compress`: `deflate` (RFC 9110
+//! §8.4.1.2: the zlib format of RFC 1950, or raw DEFLATE as some servers send it). It gains
+//! nothing over gzip (12 bytes of framing), its zlib-or-raw confusion made it the coding
+//! clients handle worst, and every client that accepts it accepts gzip: a server has no
+//! reason to prefer it (nginx and Apache do not offer it either). No `zstd` (a C library).
 
+mod br;
 pub(crate) mod decode;
 pub(crate) mod encode;
+mod gzip;
+
+/// Most idle encoder parts (gzip compressors, brotli hashers) a worker keeps, of each kind.
+pub(crate) const POOL: usize = 4;
+
+/// Puts `item` back in this worker's `pool`, unless that holds [`POOL`] already: the memory
+/// the pools keep stays bounded however many encoders were in use at once.
+fn give_back<T>(pool: &'static std::thread::LocalKey<std::cell::RefCell<Vec<T>>>, item: T) {
+    pool.with(|idle| {
+        let mut idle = idle.borrow_mut();
+        if idle.len() < POOL {
+            idle.push(item);
+        }
+    });
+}
 
 /// A content coding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

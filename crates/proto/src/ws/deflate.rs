@@ -4,9 +4,14 @@
 //! flate2 runs on its pure-Rust backend (miniz_oxide), which compresses with a 32 KiB window
 //! (15 window bits) only: what that means for the negotiation is in
 //! [`negotiate`](super::negotiate)'s docs. Inflating is not limited that way: a 32 KiB window
-//! reads streams made with any smaller one.
+//! reads streams made with any smaller one. Inflating goes through miniz_oxide's core
+//! directly, on a buffer that does not wrap, so that a distance reaching before what the
+//! stream (or, without context takeover, the message) has produced is refused: see
+//! [`Decompressor`].
 
-use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
+use flate2::{Compress, Compression, FlushCompress};
+use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
+use miniz_oxide::inflate::TINFLStatus;
 
 use super::Error;
 
@@ -14,9 +19,10 @@ use super::Error;
 /// compressed message on send, put back on receive (§7.2.1, §7.2.2).
 const TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
 
-/// Inflated bytes are produced this many at a time, each step checked against the limit
-/// before it is kept: a message never holds more than its limit, however well it compresses.
-const STEP: usize = 16 * 1024;
+/// Inflated bytes are produced at most this many at a time (the room after the window's
+/// history), each step checked against the limit before it is kept: a message never holds
+/// more than its limit, however well it compresses.
+const STEP: usize = 32 * 1024;
 
 /// Compresses the messages one endpoint sends (RFC 7692 §7.2.1).
 pub struct Compressor {
@@ -65,42 +71,72 @@ impl Compressor {
 }
 
 /// Inflates the messages one endpoint receives (RFC 7692 §7.2.2).
+///
+/// miniz_oxide's core inflater runs here on a buffer of our own, `window`, used without
+/// wrapping: it holds the stream's output, from the start of the stream (a new one after the
+/// peer's BFINAL, or at each message when the peer does not keep its context) or the last
+/// 32 KiB of it, whichever is shorter. A DEFLATE distance that reaches before the start of
+/// that buffer is refused by the inflater (`DistanceOutOfBounds`), so a peer that agreed to
+/// `*_no_context_takeover` and still refers back into an earlier message fails the
+/// connection rather than inflating to the wrong bytes: with a wrapping window (flate2's
+/// `Decompress`) miniz_oxide reads whatever the window holds there.
 pub struct Decompressor {
-    inflate: Decompress,
-    /// The peer's `*_no_context_takeover`: each message starts with an empty window.
+    inflate: Box<DecompressorOxide>,
+    /// The peer's `*_no_context_takeover`: each message starts a new window.
     reset: bool,
     /// The peer ended its DEFLATE stream (a block with BFINAL set, §7.2.3.4): the rest of
     /// this message is ignored, and the next starts a new stream.
     ended: bool,
-    scratch: Box<[u8; STEP]>,
+    /// The history distances may reach (`window[..filled]`), then room to inflate into:
+    /// [`WINDOW`] + [`STEP`] bytes, allocated at the first compressed message.
+    window: Vec<u8>,
+    filled: usize,
 }
+
+/// The farthest a DEFLATE distance reaches back (RFC 1951 §3.2.5).
+const WINDOW: usize = 32 * 1024;
+
+/// How the inflater is driven: the output buffer does not wrap (distances are checked against
+/// what it holds), and a message's data comes frame by frame (more input may follow).
+const FLAGS: u32 = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF
+    | inflate_flags::TINFL_FLAG_HAS_MORE_INPUT;
 
 impl Decompressor {
     /// A decompressor for a peer that resets its window after each message if
     /// `no_context_takeover`.
     pub fn new(no_context_takeover: bool) -> Decompressor {
         Decompressor {
-            inflate: Decompress::new(false),
+            inflate: Box::default(),
             reset: no_context_takeover,
             ended: false,
-            scratch: Box::new([0; STEP]),
+            window: vec![0; WINDOW + STEP],
+            filled: 0,
         }
     }
 
     /// Inflates `data`, the payload of one frame of a compressed message, onto `out`; `out`
     /// never grows past `limit` bytes, nor does its capacity: the step that would take it
     /// there is [`Error::TooBig`] instead (a zip bomb costs at most `limit` bytes of memory).
+    /// A distance reaching before the start of the stream, or before this message when the
+    /// peer does not keep its context, is [`Error::Protocol`] (1002).
     pub fn inflate(&mut self, data: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), Error> {
         let mut data = data;
         while !self.ended {
-            let (in_before, out_before) = (self.inflate.total_in(), self.inflate.total_out());
-            let status = self
-                .inflate
-                .decompress(data, &mut self.scratch[..], FlushDecompress::Sync)
-                .map_err(|_| Error::Protocol("compressed data that does not inflate"))?;
-            let used = (self.inflate.total_in() - in_before) as usize;
-            let made = (self.inflate.total_out() - out_before) as usize;
+            if self.filled == self.window.len() {
+                // Full: keep the last 32 KiB, all a distance may reach.
+                self.window.copy_within(self.filled - WINDOW.., 0);
+                self.filled = WINDOW;
+            }
+            let (status, used, made) = decompress(
+                &mut self.inflate,
+                data,
+                &mut self.window,
+                self.filled,
+                FLAGS,
+            );
             data = &data[used..];
+            let new = &self.window[self.filled..self.filled + made];
+            self.filled += made;
             if made > limit - out.len() {
                 return Err(Error::TooBig { limit });
             }
@@ -109,24 +145,26 @@ impl Decompressor {
                 let want = (out.len() + made).max(out.capacity() * 2).min(limit);
                 out.reserve_exact(want - out.len());
             }
-            out.extend_from_slice(&self.scratch[..made]);
-            if status == Status::StreamEnd {
-                self.ended = true;
-            }
-            // More may come out only if the input is not used up or the scratch was filled.
-            if (data.is_empty() && made < STEP) || (used == 0 && made == 0) {
-                break;
+            out.extend_from_slice(new);
+            match status {
+                // The input is used up (the output may go on with the next frame's).
+                TINFLStatus::NeedsMoreInput => break,
+                // The window filled up: slide it, and go on.
+                TINFLStatus::HasMoreOutput => {}
+                TINFLStatus::Done => self.ended = true,
+                _ => return Err(Error::Protocol("compressed data that does not inflate")),
             }
         }
         Ok(())
     }
 
-    /// Ends a message: inflates the flush's tail the sender took off, and resets the window
+    /// Ends a message: inflates the flush's tail the sender took off, and starts a new window
     /// if the peer does not keep its context (or ended its stream).
     pub fn finish(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<(), Error> {
         self.inflate(&TAIL, out, limit)?;
         if self.reset || self.ended {
-            self.inflate.reset(false);
+            self.inflate.init();
+            self.filled = 0;
             self.ended = false;
         }
         Ok(())
