@@ -105,7 +105,8 @@ mod ws;
 pub use body::{Body, BodySender, BodyStream};
 pub use cgi::Cgi;
 pub use client::{
-    Client, ClientBuilder, ClientResponse, HandshakeError, RequestBuilder, WebSocketBuilder,
+    Client, ClientBuilder, ClientResponse, Cookie, CookieJar, HandshakeError, RequestBuilder,
+    SameSite, WebSocketBuilder,
 };
 pub use compress::Compress;
 pub use config::Config;

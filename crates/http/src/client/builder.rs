@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use volt_proto::Limits;
 
-use super::{Client, Inner};
+use super::{Client, CookieJar, Inner};
 
 /// Settings for a [`Client`]; [`Client::builder`] starts one with the defaults.
 #[derive(Clone, Debug)]
@@ -22,6 +22,7 @@ pub struct ClientBuilder {
     tls: Option<Arc<rustls::ClientConfig>>,
     http2: Http2,
     decompress: bool,
+    cookies: Option<CookieJar>,
 }
 
 /// When the client speaks HTTP/2.
@@ -48,6 +49,7 @@ impl Default for ClientBuilder {
             tls: None,
             http2: Http2::Alpn,
             decompress: true,
+            cookies: None,
         }
     }
 }
@@ -114,6 +116,21 @@ impl ClientBuilder {
         self
     }
 
+    /// Whether the client keeps cookies: stores what responses set (`Set-Cookie`, redirects'
+    /// too) in a [`CookieJar`] of its own and sends them back on later requests (`Cookie`),
+    /// as RFC 6265bis says. Default: off (no jar, nothing stored or sent).
+    pub fn cookies(mut self, on: bool) -> Self {
+        self.cookies = on.then(CookieJar::new);
+        self
+    }
+
+    /// Keeps cookies in `jar`, which may be filled beforehand, looked into, and shared with
+    /// other clients (on other workers too: a jar is `Send` and `Sync`).
+    pub fn cookie_jar(mut self, jar: CookieJar) -> Self {
+        self.cookies = Some(jar);
+        self
+    }
+
     /// TLS settings for `https` (roots to trust, client certificates). Without this, the
     /// server must present a certificate chained to one of Mozilla's roots (webpki-roots).
     /// Its ALPN list is replaced by the protocols the client speaks (`h2` and `http/1.1`
@@ -148,6 +165,7 @@ impl ClientBuilder {
                 limits: self.limits,
                 http2: self.http2,
                 decompress: self.decompress,
+                cookies: self.cookies,
                 tls,
                 pool: RefCell::new(HashMap::new()),
                 h2: RefCell::new(HashMap::new()),

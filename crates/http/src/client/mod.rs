@@ -39,13 +39,16 @@ use http2::{OnStream, Streams};
 
 mod builder;
 pub(crate) mod conn;
+mod cookie;
 mod decode;
 mod http2;
 mod redirect;
 mod response;
+mod set_cookie;
 mod websocket;
 
 pub use builder::ClientBuilder;
+pub use cookie::{Cookie, CookieJar, SameSite};
 use builder::{tls_builder, with_alpn, Http2};
 pub use response::ClientResponse;
 pub use websocket::{HandshakeError, WebSocketBuilder};
@@ -77,6 +80,8 @@ struct Inner {
     http2: Http2,
     /// Ask for gzip and br, and decode them (`decode`).
     decompress: bool,
+    /// Where cookies are kept, if they are.
+    cookies: Option<CookieJar>,
     /// The TLS settings: the caller's, or Mozilla's roots (webpki-roots), made on first use.
     tls: OnceCell<Arc<rustls::ClientConfig>>,
     /// Idle HTTP/1 connections per origin, the most recently used last.
@@ -167,6 +172,12 @@ impl Client {
             headers: HeaderMap::new(),
             body: Body::empty(),
         }
+    }
+
+    /// The jar the client keeps cookies in, if it does ([`ClientBuilder::cookies`],
+    /// [`ClientBuilder::cookie_jar`]).
+    pub fn cookie_jar(&self) -> Option<&CookieJar> {
+        self.inner.cookies.as_ref()
     }
 
     /// Connections kept for reuse, over all origins: idle HTTP/1 ones and HTTP/2 ones.
@@ -479,7 +490,17 @@ impl RequestBuilder {
         loop {
             let again = body.as_bytes().filter(|_| body.trailers.is_none()).cloned();
             let sent_body = !body.is_empty();
-            let response = send_once(&client.inner, &method, &target, &headers, body).await?;
+            let inner = &client.inner;
+            let response = match &inner.cookies {
+                None => send_once(inner, &method, &target, &headers, body).await?,
+                Some(jar) => {
+                    let with_cookies = jar.request_headers(&headers, &target);
+                    let response = send_once(inner, &method, &target, &with_cookies, body).await?;
+                    // Before a redirect is followed: it may set what the next request sends.
+                    jar.store_response(&target, response.headers());
+                    response
+                }
+            };
             let location = response.header("location");
             let status = response.status();
             let head_request = method == Method::HEAD;
