@@ -105,8 +105,8 @@ mod ws;
 pub use body::{Body, BodySender, BodyStream};
 pub use cgi::Cgi;
 pub use client::{
-    Client, ClientBuilder, ClientResponse, Cookie, CookieJar, HandshakeError, RequestBuilder,
-    SameSite, WebSocketBuilder,
+    Client, ClientBuilder, ClientResponse, Cookie, CookieJar, HandshakeError, Proxy, ProxyError,
+    RequestBuilder, SameSite, WebSocketBuilder,
 };
 pub use compress::Compress;
 pub use config::Config;

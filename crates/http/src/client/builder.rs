@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use volt_proto::Limits;
 
-use super::{Client, CookieJar, Inner};
+use super::{Client, CookieJar, Inner, Proxy};
 
 /// Settings for a [`Client`]; [`Client::builder`] starts one with the defaults.
 #[derive(Clone, Debug)]
@@ -23,6 +23,7 @@ pub struct ClientBuilder {
     http2: Http2,
     decompress: bool,
     cookies: Option<CookieJar>,
+    proxy: Option<Proxy>,
 }
 
 /// When the client speaks HTTP/2.
@@ -35,7 +36,6 @@ pub(super) enum Http2 {
     /// Always: h2c on plain ports, and only `h2` offered by ALPN.
     PriorKnowledge,
 }
-
 
 impl Default for ClientBuilder {
     fn default() -> Self {
@@ -50,6 +50,7 @@ impl Default for ClientBuilder {
             http2: Http2::Alpn,
             decompress: true,
             cookies: None,
+            proxy: None,
         }
     }
 }
@@ -131,6 +132,16 @@ impl ClientBuilder {
         self
     }
 
+    /// Sends requests through a proxy as `proxy` says ([`Proxy::from_env`] for the usual
+    /// environment variables): `http://` ones in absolute-form to the proxy, on connections
+    /// shared by every `http` origin; `https://` ones (and WebSockets) through a `CONNECT`
+    /// tunnel per origin, TLS end to end with the origin inside it (where ALPN may pick h2).
+    /// Replaces any proxy set before. Default: none (the environment is not read unless asked).
+    pub fn proxy(mut self, proxy: Proxy) -> Self {
+        self.proxy = Some(proxy).filter(|p| !p.is_empty());
+        self
+    }
+
     /// TLS settings for `https` (roots to trust, client certificates). Without this, the
     /// server must present a certificate chained to one of Mozilla's roots (webpki-roots).
     /// Its ALPN list is replaced by the protocols the client speaks (`h2` and `http/1.1`
@@ -166,6 +177,7 @@ impl ClientBuilder {
                 http2: self.http2,
                 decompress: self.decompress,
                 cookies: self.cookies,
+                proxy: self.proxy,
                 tls,
                 pool: RefCell::new(HashMap::new()),
                 h2: RefCell::new(HashMap::new()),
@@ -192,4 +204,3 @@ pub(super) fn with_alpn(config: &rustls::ClientConfig, http2: Http2) -> Arc<rust
     };
     Arc::new(config)
 }
-

@@ -17,9 +17,9 @@ use std::time::SystemTime;
 use http::header::{COOKIE, SET_COOKIE};
 use http::{HeaderMap, HeaderValue};
 
+pub use super::set_cookie::SameSite;
 use super::set_cookie::SetCookie;
 use super::set_cookie::MAX_COOKIE_SIZE;
-pub use super::set_cookie::SameSite;
 use super::Target;
 
 const MAX_COOKIES_PER_DOMAIN: usize = CookieJar::MAX_PER_DOMAIN;
@@ -190,11 +190,12 @@ impl Store {
             Some(domain) if !domain_matches(&host, &domain) => return false,
             Some(domain) => (domain, false),
         };
-        let path = set.path.unwrap_or_else(|| default_path(&target.path).to_owned());
+        let path = set
+            .path
+            .unwrap_or_else(|| default_path(&target.path).to_owned());
         // §5.7 step 14 and §4.1.3: Secure only from a secure origin; the name prefixes.
         let prefixed = |prefix: &str| {
-            set.name.len() >= prefix.len()
-                && set.name[..prefix.len()].eq_ignore_ascii_case(prefix)
+            set.name.len() >= prefix.len() && set.name[..prefix.len()].eq_ignore_ascii_case(prefix)
         };
         if set.secure && !https
             || prefixed("__Secure-") && !set.secure
@@ -328,7 +329,9 @@ impl Store {
                 .domains
                 .iter()
                 .filter(|(name, _)| domain.is_none_or(|d| d == *name))
-                .flat_map(|(name, list)| list.iter().enumerate().map(move |(i, c)| (c.used, name, i)))
+                .flat_map(|(name, list)| {
+                    list.iter().enumerate().map(move |(i, c)| (c.used, name, i))
+                })
                 .min()
                 .map(|(_, name, i)| (name.clone(), i));
             if let Some((name, i)) = oldest {
@@ -521,7 +524,10 @@ mod tests {
             &["ip=1; Domain=10.0.0.1", "ip2=2; Domain=0.0.1"],
         );
         assert_eq!(kept, [true, false]);
-        assert_eq!(header(&mut jar, "http://10.0.0.1/").as_deref(), Some("ip=1"));
+        assert_eq!(
+            header(&mut jar, "http://10.0.0.1/").as_deref(),
+            Some("ip=1")
+        );
     }
 
     #[test]
@@ -529,7 +535,10 @@ mod tests {
         let mut jar = Store::default();
         let url = "https://example.com/a/b";
         store(&mut jar, url, &["a=1", "b=2; Path=/", "c=3; Path=/a/b/c"]);
-        assert_eq!(header(&mut jar, "https://example.com/a/x").as_deref(), Some("a=1; b=2"));
+        assert_eq!(
+            header(&mut jar, "https://example.com/a/x").as_deref(),
+            Some("a=1; b=2")
+        );
         // Longest path first, then creation order; `a` replaced keeps its place before `b`.
         store(&mut jar, url, &["a=one", "b=two; Path=/a"]);
         assert_eq!(
@@ -582,21 +591,31 @@ mod tests {
         store(&mut jar, "http://a.test/only", &["c0=v"]);
         store(&mut jar, url, &["new=v"]);
         assert_eq!(jar.count, MAX_COOKIES_PER_DOMAIN);
-        let names: Vec<_> = jar.domains["a.test"].iter().map(|c| c.name.clone()).collect();
+        let names: Vec<_> = jar.domains["a.test"]
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
         assert!(!names.contains(&"c1".to_owned()), "{names:?}");
         assert!(names.contains(&"new".to_owned()) && names.contains(&"c0".to_owned()));
 
         let mut jar = Store::default();
         for d in 0..MAX_COOKIES / 30 {
             for i in 0..30 {
-                store(&mut jar, &format!("http://d{d}.test/"), &[&format!("c{i}=v")]);
+                store(
+                    &mut jar,
+                    &format!("http://d{d}.test/"),
+                    &[&format!("c{i}=v")],
+                );
             }
         }
         assert_eq!(jar.count, MAX_COOKIES);
         store(&mut jar, "http://last.test/", &["x=1"]);
         assert_eq!(jar.count, MAX_COOKIES);
         assert!(!jar.domains["d0.test"].iter().any(|c| c.name == "c0"));
-        assert_eq!(header(&mut jar, "http://last.test/").as_deref(), Some("x=1"));
+        assert_eq!(
+            header(&mut jar, "http://last.test/").as_deref(),
+            Some("x=1")
+        );
     }
 
     #[test]

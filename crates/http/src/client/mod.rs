@@ -42,14 +42,17 @@ pub(crate) mod conn;
 mod cookie;
 mod decode;
 mod http2;
+mod proxy;
 mod redirect;
 mod response;
 mod set_cookie;
 mod websocket;
 
 pub use builder::ClientBuilder;
-pub use cookie::{Cookie, CookieJar, SameSite};
 use builder::{tls_builder, with_alpn, Http2};
+pub use cookie::{Cookie, CookieJar, SameSite};
+use proxy::Hop;
+pub use proxy::{Proxy, ProxyError};
 pub use response::ClientResponse;
 pub use websocket::{HandshakeError, WebSocketBuilder};
 
@@ -82,15 +85,17 @@ struct Inner {
     decompress: bool,
     /// Where cookies are kept, if they are.
     cookies: Option<CookieJar>,
+    /// Which requests go through a proxy (`None`: none do).
+    proxy: Option<Proxy>,
     /// The TLS settings: the caller's, or Mozilla's roots (webpki-roots), made on first use.
     tls: OnceCell<Arc<rustls::ClientConfig>>,
     /// Idle HTTP/1 connections per origin, the most recently used last.
-    pool: RefCell<HashMap<Origin, Vec<Idle>>>,
+    pool: RefCell<HashMap<Route, Vec<Idle>>>,
     /// The HTTP/2 connection to each origin that has one (or is making one), shared by every
     /// request to it.
-    h2: RefCell<HashMap<Origin, Shared>>,
+    h2: RefCell<HashMap<Route, Shared>>,
     /// Origins whose server chose HTTP/2 by ALPN when last asked.
-    alpn_h2: RefCell<HashSet<Origin>>,
+    alpn_h2: RefCell<HashSet<Route>>,
 }
 
 /// An origin's HTTP/2 connection.
@@ -109,7 +114,7 @@ enum Shared {
 /// again.
 struct MakingShared<'a> {
     inner: &'a Inner,
-    origin: &'a Origin,
+    route: &'a Route,
 }
 
 /// A connection for one request.
@@ -118,13 +123,36 @@ enum Checkout {
     H2(::h2::client::SendRequest<Bytes>, OnStream),
 }
 
-/// Where a connection goes: scheme, host and port (RFC 9110 §4.3.1).
+/// Where a request goes: scheme, host and port (RFC 9110 §4.3.1).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Origin {
     https: bool,
-    /// The host as in the URL (a name or an address, without brackets).
-    host: String,
+    /// The host as in the URL (a name or an address, without brackets); shared, so that a
+    /// [`Route`] made from it costs no allocation.
+    host: Arc<str>,
     port: u16,
+}
+
+/// How a connection reaches an origin, and the key it is pooled under: two requests share a
+/// connection only if their routes are equal.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Route {
+    Direct(Origin),
+    /// To a forward proxy, which takes `http` requests in absolute-form for any origin: one
+    /// pool for them all.
+    Forward(Arc<Hop>),
+    /// Through a `CONNECT` tunnel the proxy opened to this origin, which it alone uses.
+    Tunnel(Arc<Hop>, Origin),
+}
+
+impl Route {
+    /// Whether the connection speaks TLS (end to end with the origin, through any tunnel).
+    fn https(&self) -> bool {
+        match self {
+            Route::Direct(origin) | Route::Tunnel(_, origin) => origin.https,
+            Route::Forward(_) => false,
+        }
+    }
 }
 
 struct Idle {
@@ -168,7 +196,7 @@ impl Client {
         RequestBuilder {
             client: self.clone(),
             method,
-            target: Target::parse(url),
+            target: Target::parse(url).map(|t| self.inner.routed(t)),
             headers: HeaderMap::new(),
             body: Body::empty(),
         }
@@ -211,33 +239,32 @@ impl Inner {
         config.clone()
     }
 
-    /// A connection to `origin` for one request, and whether it was kept from before: the
-    /// origin's HTTP/2 connection, a pooled HTTP/1 one that is still usable, or a new one.
-    async fn checkout(self: &Rc<Self>, origin: &Origin) -> io::Result<(Checkout, bool)> {
-        if let Some((send, claim)) = poll_fn(|cx| self.poll_shared(origin, cx)).await {
+    /// A connection along `route` for one request, and whether it was kept from before: the
+    /// route's HTTP/2 connection, a pooled HTTP/1 one that is still usable, or a new one.
+    async fn checkout(self: &Rc<Self>, route: &Route) -> io::Result<(Checkout, bool)> {
+        if let Some((send, claim)) = poll_fn(|cx| self.poll_shared(route, cx)).await {
             return Ok((Checkout::H2(send, claim), true));
         }
         let now = volt_rt::time::now();
-        while let Some(mut idle) = self.take_idle(origin) {
+        while let Some(mut idle) = self.take_idle(route) {
             if now.duration_since(idle.since) < self.idle_timeout && idle.conn.is_reusable() {
                 return Ok((Checkout::H1(idle.conn), true));
             }
         }
-        let tls = origin.https.then(|| self.tls());
-        let prior_knowledge = self.http2 == Http2::PriorKnowledge;
+        let tls = route.https().then(|| self.tls());
+        // A forward proxy is spoken to in HTTP/1.1, whatever the client's settings.
+        let forward = matches!(route, Route::Forward(_));
+        let prior_knowledge = self.http2 == Http2::PriorKnowledge && !forward;
         // Requests that come while the connection is made wait to share it if it is to be
         // HTTP/2: by prior knowledge, or because the server chose it by ALPN before.
-        let sharing = prior_knowledge || self.alpn_h2.borrow().contains(origin);
+        let sharing = prior_knowledge || self.alpn_h2.borrow().contains(route);
         let _making = sharing.then(|| {
             let waiting = Shared::Connecting(Vec::new());
-            self.h2.borrow_mut().insert(origin.clone(), waiting);
-            MakingShared {
-                inner: self,
-                origin,
-            }
+            self.h2.borrow_mut().insert(route.clone(), waiting);
+            MakingShared { inner: self, route }
         });
         let connecting = Conn::connect(
-            origin.clone(),
+            route.clone(),
             tls,
             prior_knowledge,
             self.connect_timeout,
@@ -245,22 +272,22 @@ impl Inner {
         );
         Ok(match connecting.await? {
             Connected::H1(conn) => {
-                self.alpn_h2.borrow_mut().remove(origin);
+                self.alpn_h2.borrow_mut().remove(route);
                 (Checkout::H1(conn), false)
             }
             Connected::H2(opened) => {
                 let (send, connection) = *opened;
-                if origin.https && !prior_knowledge {
-                    self.alpn_h2.borrow_mut().insert(origin.clone());
+                if route.https() && !prior_knowledge {
+                    self.alpn_h2.borrow_mut().insert(route.clone());
                 }
                 let streams = Streams::new();
                 let claim = streams.claim();
-                self.drive_h2(origin, connection, &streams);
+                self.drive_h2(route, connection, &streams);
                 let shared = Shared::Ready {
                     send: send.clone(),
                     streams,
                 };
-                let before = self.h2.borrow_mut().insert(origin.clone(), shared);
+                let before = self.h2.borrow_mut().insert(route.clone(), shared);
                 if let Some(Shared::Connecting(waiting)) = before {
                     waiting.into_iter().for_each(Waker::wake);
                 }
@@ -273,21 +300,21 @@ impl Inner {
     /// `idle_timeout` (at once with `max_idle_per_host` 0), or has ended.
     fn drive_h2(
         self: &Rc<Self>,
-        origin: &Origin,
+        route: &Route,
         connection: ::h2::client::Connection<conn::Stream, Bytes>,
         streams: &Rc<Streams>,
     ) {
         let idle_timeout = self.h2_idle_timeout();
-        let (client, origin, this) = (Rc::downgrade(self), origin.clone(), streams.clone());
+        let (client, route, this) = (Rc::downgrade(self), route.clone(), streams.clone());
         http2::drive(connection, streams.clone(), idle_timeout, move || {
             let Some(client) = client.upgrade() else {
                 return;
             };
             let mut h2 = client.h2.borrow_mut();
             // The origin may have a newer connection by now: that one stays.
-            if let Some(Shared::Ready { streams, .. }) = h2.get(&origin) {
+            if let Some(Shared::Ready { streams, .. }) = h2.get(&route) {
                 if Rc::ptr_eq(streams, &this) {
-                    h2.remove(&origin);
+                    h2.remove(&route);
                 }
             }
         });
@@ -297,17 +324,17 @@ impl Inner {
     /// is making it.
     fn poll_shared(
         &self,
-        origin: &Origin,
+        route: &Route,
         cx: &mut Context<'_>,
     ) -> Poll<Option<(::h2::client::SendRequest<Bytes>, OnStream)>> {
         let mut h2 = self.h2.borrow_mut();
-        match h2.get_mut(origin) {
+        match h2.get_mut(route) {
             Some(Shared::Ready { streams, .. })
                 if streams.idle_for(self.h2_idle_timeout(), volt_rt::time::now()) =>
             {
                 // Idle too long, and its driver has not run since (or its timer would have
                 // made it forget the connection): not to be used.
-                h2.remove(origin);
+                h2.remove(route);
                 Poll::Ready(None)
             }
             Some(Shared::Ready { send, streams }) => {
@@ -331,21 +358,39 @@ impl Inner {
     }
 
     /// Forgets the origin's HTTP/2 connection, found gone; one being made stays.
-    fn forget_shared(&self, origin: &Origin) {
+    fn forget_shared(&self, route: &Route) {
         let mut h2 = self.h2.borrow_mut();
-        if let Some(Shared::Ready { .. }) = h2.get(origin) {
-            h2.remove(origin);
+        if let Some(Shared::Ready { .. }) = h2.get(route) {
+            h2.remove(route);
         }
     }
 
-    fn take_idle(&self, origin: &Origin) -> Option<Idle> {
-        self.pool.borrow_mut().get_mut(origin)?.pop()
+    /// `target` going through the proxy set for it, if any (with none set, as it is).
+    fn routed(&self, mut target: Target) -> Target {
+        if let Some(route) = self.proxied(&target.origin, false) {
+            target.route = route;
+        }
+        target
+    }
+
+    /// The route through the proxy set for `origin`, if any: a tunnel for `https` (and
+    /// whenever `tunnel` asks, as for WebSockets), absolute-form requests for `http`.
+    fn proxied(&self, origin: &Origin, tunnel: bool) -> Option<Route> {
+        let hop = self.proxy.as_ref()?.for_origin(origin, tunnel)?.clone();
+        Some(match origin.https || tunnel {
+            true => Route::Tunnel(hop, origin.clone()),
+            false => Route::Forward(hop),
+        })
+    }
+
+    fn take_idle(&self, route: &Route) -> Option<Idle> {
+        self.pool.borrow_mut().get_mut(route)?.pop()
     }
 
     /// Keeps a connection whose exchange ended cleanly, if the pool has room for it.
     fn give_back(&self, conn: Conn) {
         let mut pool = self.pool.borrow_mut();
-        let idle = pool.entry(conn.origin.clone()).or_default();
+        let idle = pool.entry(conn.route.clone()).or_default();
         let now = volt_rt::time::now();
         // Connections idle too long are dropped here too, not only when next asked for.
         idle.retain(|i| now.duration_since(i.since) < self.idle_timeout);
@@ -358,8 +403,8 @@ impl Inner {
 impl Drop for MakingShared<'_> {
     fn drop(&mut self) {
         let mut h2 = self.inner.h2.borrow_mut();
-        if let Some(Shared::Connecting(_)) = h2.get(self.origin) {
-            if let Some(Shared::Connecting(waiting)) = h2.remove(self.origin) {
+        if let Some(Shared::Connecting(_)) = h2.get(self.route) {
+            if let Some(Shared::Connecting(waiting)) = h2.remove(self.route) {
                 waiting.into_iter().for_each(Waker::wake);
             }
         }
@@ -381,6 +426,8 @@ pub struct RequestBuilder {
 #[derive(Debug)]
 struct Target {
     origin: Origin,
+    /// How requests to it go: directly unless a proxy is set ([`Inner::routed`]).
+    route: Route,
     /// The `Host` field: the URL's authority.
     authority: String,
     /// The origin-form request target: path and query.
@@ -413,12 +460,14 @@ impl Target {
             Some(query) => format!("{}?{query}", uri.path()),
             None => uri.path().to_owned(),
         };
+        let origin = Origin {
+            https,
+            host: host.into(),
+            port,
+        };
         Ok(Target {
-            origin: Origin {
-                https,
-                host: host.to_owned(),
-                port,
-            },
+            route: Route::Direct(origin.clone()),
+            origin,
             authority: authority.as_str().to_owned(),
             path,
         })
@@ -535,7 +584,7 @@ impl RequestBuilder {
                     Body::empty()
                 }
             };
-            (method, target) = (next.method, next.target);
+            (method, target) = (next.method, inner.routed(next.target));
         }
     }
 }
@@ -555,7 +604,7 @@ async fn send_once(
     let replayable = method.is_idempotent() && body.as_bytes().is_some() && body.trailers.is_none();
     let mut refusals = H2_REFUSALS;
     loop {
-        let (mut conn, reused) = match inner.checkout(&target.origin).await? {
+        let (mut conn, reused) = match inner.checkout(&target.route).await? {
             (Checkout::H1(conn), reused) => (conn, reused),
             (Checkout::H2(send, claim), reused) => {
                 let send = match http2::ready(send, inner.timeout).await {
@@ -563,7 +612,7 @@ async fn send_once(
                     Err(_) if reused => {
                         // Gone (closed, or going away) since its last request, and nothing
                         // was sent on it: any request may go on a new connection.
-                        inner.forget_shared(&target.origin);
+                        inner.forget_shared(&target.route);
                         continue;
                     }
                     Err(e) => return Err(e),
@@ -626,7 +675,17 @@ fn encode_head(
     headers: &HeaderMap,
     body: &Body,
 ) {
-    volt_proto::write_request_line(out, method, target.path.as_bytes(), Version::HTTP_11);
+    match &target.route {
+        // RFC 9112 §3.2.2: a proxy is asked for the absolute URL.
+        Route::Forward(hop) => {
+            let url = format!("http://{}{}", target.authority, target.path);
+            volt_proto::write_request_line(out, method, url.as_bytes(), Version::HTTP_11);
+            if let Some(auth) = &hop.auth {
+                volt_proto::write_header(out, b"proxy-authorization", auth.as_bytes());
+            }
+        }
+        _ => volt_proto::write_request_line(out, method, target.path.as_bytes(), Version::HTTP_11),
+    }
     volt_proto::write_header(out, b"host", target.authority.as_bytes());
     for (name, value) in headers {
         volt_proto::write_header(out, name.as_str().as_bytes(), value.as_bytes());

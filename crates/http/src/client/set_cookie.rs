@@ -132,9 +132,8 @@ fn parse_max_age(value: &str, now: SystemTime) -> Option<SystemTime> {
 /// month and year found; two-digit years as RFC 6265 says (70–99: 19xx, 0–69: 20xx).
 /// `None` if a part is missing or out of range, or the day is not in that month.
 pub(super) fn cookie_date(s: &str) -> Option<SystemTime> {
-    let delimiter = |c: char| {
-        c == '\t' || matches!(c, ' '..='/' | ';'..='@' | '['..='`' | '{'..='~')
-    };
+    let delimiter =
+        |c: char| c == '\t' || matches!(c, ' '..='/' | ';'..='@' | '['..='`' | '{'..='~');
     let (mut time, mut day, mut month, mut year) = (None, None, None, None);
     for token in s.split(delimiter).filter(|t| !t.is_empty()) {
         if time.is_none() {
@@ -200,12 +199,7 @@ fn digits(token: &str, min: usize, max: usize) -> Option<u32> {
 fn hms(token: &str) -> Option<(u32, u32, u32)> {
     let mut parts = token.splitn(3, ':');
     let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
-    let whole = |p: &str| {
-        (1..=2)
-            .contains(&p.len())
-            .then(|| p.parse().ok())
-            .flatten()
-    };
+    let whole = |p: &str| (1..=2).contains(&p.len()).then(|| p.parse().ok()).flatten();
     Some((whole(h)?, whole(m)?, digits(s, 1, 2)?))
 }
 
@@ -288,12 +282,18 @@ mod tests {
         let now = at(1_445_412_480);
         let parse = |line: &str| SetCookie::parse(line.as_bytes(), now).unwrap().expires;
         let date = "Wed, 21 Oct 2015 08:28:00 GMT";
-        assert_eq!(parse(&format!("a=b; Expires={date}")), Some(at(1_445_416_080)));
+        assert_eq!(
+            parse(&format!("a=b; Expires={date}")),
+            Some(at(1_445_416_080))
+        );
         assert_eq!(
             parse(&format!("a=b; Max-Age=60; Expires={date}")),
             Some(at(1_445_412_540))
         );
-        assert_eq!(parse(&format!("a=b; Expires={date}; Max-Age=0")), Some(UNIX_EPOCH));
+        assert_eq!(
+            parse(&format!("a=b; Expires={date}; Max-Age=0")),
+            Some(UNIX_EPOCH)
+        );
         assert_eq!(parse("a=b; Max-Age=-5"), Some(UNIX_EPOCH));
         // A malformed Max-Age is ignored, and Expires stands.
         assert_eq!(
