@@ -12,6 +12,11 @@
 //!
 //! Like everything on volt-rt, a [`Client`] belongs to the worker (thread) that made it: it is
 //! `!Send`, its clones share one pool, and each worker makes its own.
+//!
+//! Opt-in, and free while unused: cookies ([`ClientBuilder::cookies`], a [`CookieJar`] that
+//! workers may share) and proxies ([`ClientBuilder::proxy`]: absolute-form requests for
+//! `http`, `CONNECT` tunnels for `https` and WebSockets). Connections are pooled by
+//! [`Route`]: directly to an origin, to a forward proxy, or through a tunnel to an origin.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
