@@ -10,10 +10,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clientcommon::url;
-use volt_http::{
-    get, CertKey, Client, Config, CookieJar, Request, Response, Router, StatusCode, TlsConfig,
-    Version,
-};
+use volt_http::{get, Client, CookieJar, Request, Response, Router, StatusCode, Version};
 
 /// `/set?a=1;%20Path=/x` answers with one `Set-Cookie` per `&`-separated part of its query
 /// (percent-decoded); every other path answers with the `Cookie` field it got (`-`: none).
@@ -303,13 +300,9 @@ fn the_jar_keeps_at_most_50_cookies_a_domain_and_4096_bytes_a_cookie() {
 
 #[test]
 fn cookies_over_https_and_http2_in_one_field() {
-    let (cert, key, der) = h2common::cert_for(&["localhost"]);
-    let tls = TlsConfig::new(CertKey::from_pem(cert.as_bytes(), key.as_bytes()).unwrap());
-    let server = common::start_tls(1, Config::default(), tls.build().unwrap(), app());
+    let (server, roots) = h2common::start_tls_localhost(app());
     let port = server.addr().port();
     volt_rt::block_on(async move {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(der.into()).unwrap();
         let client = Client::builder().cookies(true).tls_roots(roots).build();
         let base = |path: &str| format!("https://localhost:{port}{path}");
         let set = set_query(&[

@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use clientcommon::{read_head, url};
 use volt_http::{
-    get, CertKey, Client, ClientBuilder, Config, Error, Message, Proxy, ProxyError, Request,
-    Router, TlsConfig, Version,
+    get, Client, ClientBuilder, Error, Message, Proxy, ProxyError, Request, Router, Version,
 };
 
 fn app() -> Router {
@@ -47,6 +46,15 @@ struct Log(Arc<Mutex<Vec<String>>>);
 impl Log {
     fn heads(&self) -> Vec<String> {
         self.0.lock().unwrap().clone()
+    }
+
+    /// The request line of each head, after its connection's number.
+    fn lines(&self) -> Vec<String> {
+        let heads = self.heads();
+        heads
+            .iter()
+            .map(|h| h.lines().next().unwrap().to_owned())
+            .collect()
     }
 
     fn push(&self, head: String) {
@@ -141,14 +149,9 @@ fn proxied(proxy: Proxy) -> ClientBuilder {
         .timeout(Duration::from_secs(10))
 }
 
-/// A TLS server for `localhost`, and a client builder trusting it.
+/// A TLS server for `localhost`, and the roots that trust it.
 fn tls_server() -> (common::TestServer, rustls::RootCertStore) {
-    let (cert, key, der) = h2common::cert_for(&["localhost"]);
-    let tls = TlsConfig::new(CertKey::from_pem(cert.as_bytes(), key.as_bytes()).unwrap());
-    let server = common::start_tls(1, Config::default(), tls.build().unwrap(), app());
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(der.into()).unwrap();
-    (server, roots)
+    h2common::start_tls_localhost(app())
 }
 
 async fn text(client: &Client, url: &str) -> (Version, String) {
@@ -190,11 +193,7 @@ fn http_origins_share_the_connections_to_the_proxy() {
         }
         assert_eq!(client.idle_connections(), 1);
     });
-    let lines: Vec<String> = log
-        .heads()
-        .iter()
-        .map(|h| h.lines().next().unwrap().to_owned())
-        .collect();
+    let lines = log.lines();
     let line = |s: &common::TestServer| format!("#0 GET http://{}/where HTTP/1.1", s.addr());
     assert_eq!(lines, [line(&a), line(&b), line(&a)]);
 }
@@ -248,11 +247,7 @@ fn a_tunnel_to_one_origin_is_never_used_for_another() {
             assert_eq!(client.idle_connections(), 2);
         }
     });
-    let lines: Vec<String> = log
-        .heads()
-        .iter()
-        .map(|h| h.lines().next().unwrap().to_owned())
-        .collect();
+    let lines = log.lines();
     let connect = |id, s: &common::TestServer| {
         format!("#{id} CONNECT localhost:{} HTTP/1.1", s.addr().port())
     };
@@ -313,11 +308,7 @@ fn no_proxy_hosts_are_reached_directly() {
         let via = format!("http://localhost:{port}/where");
         assert_eq!(text(&client, &via).await.1, format!("localhost:{port}"));
     });
-    let lines: Vec<String> = log
-        .heads()
-        .iter()
-        .map(|h| h.lines().next().unwrap().to_owned())
-        .collect();
+    let lines = log.lines();
     assert_eq!(
         lines,
         [format!("#0 GET http://localhost:{port}/where HTTP/1.1")]

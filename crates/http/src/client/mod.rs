@@ -381,7 +381,7 @@ impl Inner {
     /// The route through the proxy set for `origin`, if any: a tunnel for `https` (and
     /// whenever `tunnel` asks, as for WebSockets), absolute-form requests for `http`.
     fn proxied(&self, origin: &Origin, tunnel: bool) -> Option<Route> {
-        let hop = self.proxy.as_ref()?.for_origin(origin, tunnel)?.clone();
+        let hop = self.proxy.as_ref()?.for_origin(origin)?.clone();
         Some(match origin.https || tunnel {
             true => Route::Tunnel(hop, origin.clone()),
             false => Route::Forward(hop),

@@ -83,7 +83,8 @@ impl fmt::Display for ProxyError {
 impl std::error::Error for ProxyError {}
 
 impl Proxy {
-    /// `http://` requests go through `url`; `https://` ones go directly.
+    /// `http://` requests (and `ws://` WebSockets, in a tunnel) go through `url`; `https://`
+    /// ones go directly.
     ///
     /// # Errors
     ///
@@ -95,8 +96,8 @@ impl Proxy {
         })
     }
 
-    /// `https://` requests (and WebSockets) go through a tunnel that `url` opens; `http://`
-    /// ones go directly.
+    /// `https://` requests (and `wss://` WebSockets) go through a tunnel that `url` opens;
+    /// `http://` ones go directly.
     ///
     /// # Errors
     ///
@@ -194,9 +195,9 @@ impl Proxy {
         self.http.is_none() && self.https.is_none()
     }
 
-    /// The proxy requests to `origin` go through (the `https` one for tunnels), if any.
-    pub(super) fn for_origin(&self, origin: &Origin, tunnel: bool) -> Option<&Arc<Hop>> {
-        let hop = match origin.https || tunnel {
+    /// The proxy requests to `origin` go through, if any: by its scheme (`ws` is `http`'s).
+    pub(super) fn for_origin(&self, origin: &Origin) -> Option<&Arc<Hop>> {
+        let hop = match origin.https {
             true => self.https.as_ref(),
             false => self.http.as_ref(),
         };
@@ -350,7 +351,7 @@ mod tests {
             ("NO_PROXY", "internal.test"),
         ]))
         .unwrap();
-        let via = |p: &Proxy, https, host| p.for_origin(&origin(https, host), false).cloned();
+        let via = |p: &Proxy, https, host| p.for_origin(&origin(https, host)).cloned();
         assert_eq!(via(&p, false, "a.test").unwrap().host, "lower.test");
         assert_eq!(via(&p, true, "a.test").unwrap().port, 3);
         assert!(via(&p, true, "x.internal.test").is_none());
@@ -372,7 +373,7 @@ mod tests {
     fn no_proxy_names_domains_addresses_and_everything() {
         let list = " Example.com, .dot.test,*.star.test ,10.1.2.3, [::1], ";
         let p = Proxy::all("p.test").unwrap().no_proxy(list);
-        let direct = |host: &str| p.for_origin(&origin(false, host), false).is_none();
+        let direct = |host: &str| p.for_origin(&origin(false, host)).is_none();
         for host in [
             "example.com",
             "a.b.example.COM",
@@ -393,12 +394,11 @@ mod tests {
         }
         assert!(direct("10.1.2.3") && direct("::1"));
         let p = Proxy::all("p.test").unwrap().no_proxy("*");
-        assert!(p.for_origin(&origin(true, "any.test"), false).is_none());
-        // Per scheme: an http-only proxy leaves https (and tunnels) direct.
+        assert!(p.for_origin(&origin(true, "any.test")).is_none());
+        // Per scheme: an http-only proxy leaves https direct.
         let p = Proxy::http("p.test").unwrap();
-        assert!(p.for_origin(&origin(false, "a.test"), false).is_some());
-        assert!(p.for_origin(&origin(true, "a.test"), false).is_none());
-        assert!(p.for_origin(&origin(false, "a.test"), true).is_none());
+        assert!(p.for_origin(&origin(false, "a.test")).is_some());
+        assert!(p.for_origin(&origin(true, "a.test")).is_none());
     }
 
     #[test]
