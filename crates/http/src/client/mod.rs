@@ -94,12 +94,12 @@ struct Inner {
     proxy: Option<Proxy>,
     /// The TLS settings: the caller's, or Mozilla's roots (webpki-roots), made on first use.
     tls: OnceCell<Arc<rustls::ClientConfig>>,
-    /// Idle HTTP/1 connections per origin, the most recently used last.
+    /// Idle HTTP/1 connections per route (origin, or proxy), the most recently used last.
     pool: RefCell<HashMap<Route, Vec<Idle>>>,
-    /// The HTTP/2 connection to each origin that has one (or is making one), shared by every
-    /// request to it.
+    /// The HTTP/2 connection along each route that has one (or is making one), shared by every
+    /// request to its origin.
     h2: RefCell<HashMap<Route, Shared>>,
-    /// Origins whose server chose HTTP/2 by ALPN when last asked.
+    /// Routes whose server chose HTTP/2 by ALPN when last asked.
     alpn_h2: RefCell<HashSet<Route>>,
 }
 
