@@ -120,6 +120,13 @@ fn cookies_set_are_sent_back_longest_path_first() {
             get_text(&client, &base("/docs/x")).await,
             "d=1; session=abc"
         );
+        // A `Cookie` the caller sets comes first, in the same field.
+        let own = volt_http::HeaderValue::from_static("own=1");
+        let request = client
+            .get(&base("/"))
+            .header(volt_http::header::COOKIE, own);
+        let response = request.send().await.unwrap();
+        assert_eq!(response.text().await.unwrap(), "own=1; session=abc");
         let c = jar
             .cookies()
             .into_iter()

@@ -163,9 +163,9 @@ async fn text(client: &Client, url: &str) -> (Version, String) {
 #[test]
 fn http_goes_to_the_proxy_in_absolute_form_with_basic_credentials() {
     let server = common::start(app());
-    let (proxy, log) = forward_proxy(Some("Basic dXNlcjpwYSBzcw=="));
+    let (proxy_addr, log) = forward_proxy(Some("Basic dXNlcjpwYSBzcw=="));
     volt_rt::block_on(async {
-        let proxy = Proxy::http(&format!("http://user:pa%20ss@{proxy}")).unwrap();
+        let proxy = Proxy::http(&format!("http://user:pa%20ss@{proxy_addr}")).unwrap();
         let client = proxied(proxy).build();
         let (_, body) = text(&client, &url(server.addr(), "/where?q=1")).await;
         assert_eq!(body, server.addr().to_string());
@@ -176,6 +176,18 @@ fn http_goes_to_the_proxy_in_absolute_form_with_basic_credentials() {
         server.addr()
     );
     assert_eq!(log.heads(), [want]);
+
+    // Without the credentials, the proxy's 407 is the answer (no tunnel to fail here).
+    volt_rt::block_on(async {
+        let client = proxied(Proxy::http(&proxy_addr.to_string()).unwrap()).build();
+        let response = client.get(&url(server.addr(), "/")).send().await.unwrap();
+        assert_eq!(response.status(), 407);
+        assert_eq!(
+            response.header("proxy-authenticate"),
+            Some("Basic realm=\"test\"")
+        );
+    });
+    assert_eq!(log.heads().len(), 2);
 }
 
 #[test]
