@@ -136,9 +136,16 @@ impl ClientBuilder {
     /// environment variables): `http://` ones in absolute-form to the proxy, on connections
     /// shared by every `http` origin; `https://` ones (and WebSockets) through a `CONNECT`
     /// tunnel per origin, TLS end to end with the origin inside it (where ALPN may pick h2).
-    /// Replaces any proxy set before. Default: none (the environment is not read unless asked).
+    /// Called again, the schemes the new `proxy` has a proxy for take it, the others keep
+    /// theirs, and the `NO_PROXY` hosts add up (`proxy(Proxy::http(a)?).proxy(Proxy::https(b)?)`
+    /// sends each scheme its own way). Default: none (the environment is not read unless
+    /// asked).
     pub fn proxy(mut self, proxy: Proxy) -> Self {
-        self.proxy = Some(proxy).filter(|p| !p.is_empty());
+        let proxy = match self.proxy.take() {
+            Some(before) => before.merged(proxy),
+            None => proxy,
+        };
+        self.proxy = Some(proxy);
         self
     }
 
@@ -177,7 +184,8 @@ impl ClientBuilder {
                 http2: self.http2,
                 decompress: self.decompress,
                 cookies: self.cookies,
-                proxy: self.proxy,
+                // A proxy for no scheme is none: requests then pay nothing for it.
+                proxy: self.proxy.filter(|p| !p.is_empty()),
                 tls,
                 pool: RefCell::new(HashMap::new()),
                 h2: RefCell::new(HashMap::new()),

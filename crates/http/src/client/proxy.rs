@@ -190,6 +190,17 @@ impl Proxy {
         self
     }
 
+    /// `self` with `other`'s proxies for the schemes `other` has one for, and the hosts both
+    /// exempt ([`ClientBuilder::proxy`](super::ClientBuilder::proxy) called again).
+    pub(super) fn merged(mut self, other: Proxy) -> Proxy {
+        self.http = other.http.or(self.http);
+        self.https = other.https.or(self.https);
+        self.bypass.all |= other.bypass.all;
+        self.bypass.addresses.extend(other.bypass.addresses);
+        self.bypass.domains.extend(other.bypass.domains);
+        self
+    }
+
     /// Whether no request goes through a proxy.
     pub(super) fn is_empty(&self) -> bool {
         self.http.is_none() && self.https.is_none()
@@ -399,6 +410,20 @@ mod tests {
         let p = Proxy::http("p.test").unwrap();
         assert!(p.for_origin(&origin(false, "a.test")).is_some());
         assert!(p.for_origin(&origin(true, "a.test")).is_none());
+        // Set again: the schemes the later one names are its, the exemptions add up.
+        let p = p
+            .no_proxy("one.test")
+            .merged(Proxy::https("q.test").unwrap().no_proxy("two.test"));
+        assert_eq!(
+            p.for_origin(&origin(false, "a.test")).unwrap().host,
+            "p.test"
+        );
+        assert_eq!(
+            p.for_origin(&origin(true, "a.test")).unwrap().host,
+            "q.test"
+        );
+        assert!(p.for_origin(&origin(true, "one.test")).is_none());
+        assert!(p.for_origin(&origin(false, "two.test")).is_none());
     }
 
     #[test]
