@@ -194,8 +194,11 @@ impl Store {
             .path
             .unwrap_or_else(|| default_path(&target.path).to_owned());
         // §5.7 step 14 and §4.1.3: Secure only from a secure origin; the name prefixes.
+        // (By bytes: a name may have a multi-byte character where the prefix would end.)
         let prefixed = |prefix: &str| {
-            set.name.len() >= prefix.len() && set.name[..prefix.len()].eq_ignore_ascii_case(prefix)
+            let name = set.name.as_bytes();
+            name.len() >= prefix.len()
+                && name[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
         };
         if set.secure && !https
             || prefixed("__Secure-") && !set.secure
@@ -566,14 +569,18 @@ mod tests {
                 "__Secure-b=3; Secure",
                 "__Host-c=4; Secure; Domain=example.com",
                 "__Host-d=5; Secure; Path=/",
+                "__Hosté=6",
             ],
         );
-        assert_eq!(kept, [true, false, true, false, true]);
+        assert_eq!(kept, [true, false, true, false, true, true]);
         assert_eq!(
             header(&mut jar, "https://example.com/").as_deref(),
-            Some("s=1; __Secure-b=3; __Host-d=5")
+            Some("s=1; __Secure-b=3; __Host-d=5; __Hosté=6")
         );
-        assert_eq!(header(&mut jar, "http://example.com/"), None);
+        assert_eq!(
+            header(&mut jar, "http://example.com/").as_deref(),
+            Some("__Hosté=6")
+        );
         // Not settable from http, nor shadowed from there.
         let kept = store(&mut jar, "http://example.com/", &["t=1; Secure", "s=plain"]);
         assert_eq!(kept, [false, false]);

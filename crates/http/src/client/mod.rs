@@ -523,7 +523,9 @@ impl RequestBuilder {
     /// (HEAD stays HEAD), 307 and 308 send the same request again; a request whose body is a
     /// stream cannot go again, so its 307/308 (or 301/302 for methods other than POST) is
     /// returned as it is. `Authorization`, `Proxy-Authorization` and `Cookie` are dropped when
-    /// a redirect leads to another origin.
+    /// a redirect leads to another origin. With a cookie jar, every response's `Set-Cookie`
+    /// (a redirect's too) is stored, and each request, every hop of a redirect included,
+    /// carries the jar's cookies for its URL.
     ///
     /// # Errors
     ///
