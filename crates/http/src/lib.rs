@@ -71,7 +71,7 @@
 //! (WebSocket: the server's handshake, and the session at either end on the transport the
 //! HTTP/1 connection hands over or the client opened; frames and permessage-deflate are
 //! `volt_proto::ws`'s), `client` (the client; `client::websocket` is its WebSocket
-//! handshake), `request` / `response` / `body`, `router`, `service`, `middleware` (`wrap`: an
+//! handshake, `client::cookie` its cookie jar, `client::proxy` its proxy settings), `request` / `response` / `body`, `router`, `service`, `middleware` (`wrap`: an
 //! async function around a service), `static_files` (`ServeDir`), `coding` (content codings:
 //! negotiation, the compressors, a bounded sans-I/O decompressor), `compress` (the `Compress`
 //! wrapper), `cgi` (the CGI gateway: script lookup,
@@ -106,7 +106,8 @@ mod ws;
 pub use body::{Body, BodySender, BodyStream};
 pub use cgi::Cgi;
 pub use client::{
-    Client, ClientBuilder, ClientResponse, HandshakeError, RequestBuilder, WebSocketBuilder,
+    Client, ClientBuilder, ClientResponse, Cookie, CookieJar, HandshakeError, Proxy, ProxyError,
+    RequestBuilder, SameSite, WebSocketBuilder,
 };
 pub use compress::Compress;
 pub use config::Config;

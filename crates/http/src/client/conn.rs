@@ -17,7 +17,7 @@ use volt_proto::{BodyKind, Limits};
 use volt_rt::net::TcpStream;
 use volt_rt::time::{timeout, timeout_at};
 
-use super::Origin;
+use super::{proxy, Origin, Route};
 
 /// Least free room in the read buffer before a read.
 const MIN_READ: usize = 8 * 1024;
@@ -37,12 +37,12 @@ pub(crate) enum Stream {
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
 
-/// A connection to one origin, idle between exchanges.
+/// A connection along one route (to an origin, or to a proxy), idle between exchanges.
 pub(super) struct Conn {
     stream: Stream,
     /// Bytes read and not yet taken: the rest of a head, or body bytes.
     pub(super) buf: BytesMut,
-    pub(super) origin: Origin,
+    pub(super) route: Route,
 }
 
 /// How much of a request went out.
@@ -74,12 +74,14 @@ impl Head {
 }
 
 impl Conn {
-    /// Resolves the origin's host (off the worker, on the blocking pool, unless it is an
-    /// address), connects to the first address that answers, and for `https` completes the
-    /// TLS handshake, all within `timeout`. The connection speaks HTTP/2 if TLS's ALPN chose
-    /// `h2`, or if `prior_knowledge` says the server speaks it on a plain port.
+    /// Resolves the host the route goes to first, the origin's or the proxy's (off the
+    /// worker, on the blocking pool, unless it is an address), connects to the first address
+    /// that answers, has a proxy open a tunnel if the route goes through one, and for `https`
+    /// completes the TLS handshake with the origin, all within `timeout`. The connection
+    /// speaks HTTP/2 if TLS's ALPN chose `h2`, or if `prior_knowledge` says the server speaks
+    /// it on a plain port.
     pub(super) async fn connect(
-        origin: Origin,
+        route: Route,
         tls: Option<Arc<rustls::ClientConfig>>,
         prior_knowledge: bool,
         timeout: Duration,
@@ -87,13 +89,23 @@ impl Conn {
     ) -> io::Result<Connected> {
         let deadline = volt_rt::time::now() + timeout;
         let connected = timeout_at(deadline, async {
-            let addrs = resolve(&origin.host, origin.port).await?;
-            let tcp = connect_any(&addrs).await?;
+            let (host, port) = match &route {
+                Route::Direct(origin) => (&*origin.host, origin.port),
+                Route::Forward(hop) | Route::Tunnel(hop, _) => (hop.host.as_str(), hop.port),
+            };
+            let addrs = resolve(host, port).await?;
+            let mut tcp = connect_any(&addrs).await?;
             tcp.set_nodelay(true)?;
+            if let Route::Tunnel(hop, origin) = &route {
+                tcp = tunnel(tcp, hop, origin, limits, deadline).await?;
+            }
             let Some(config) = tls else {
                 return Ok((Stream::Tcp(tcp), prior_knowledge));
             };
-            let name = ServerName::try_from(origin.host.clone())
+            let (Route::Direct(origin) | Route::Tunnel(_, origin)) = &route else {
+                return Err(invalid_input("TLS to a forward proxy"));
+            };
+            let name = ServerName::try_from(origin.host.to_string())
                 .map_err(|e| invalid_input(format!("TLS server name: {e}")))?;
             let tls = tokio_rustls::TlsConnector::from(config)
                 .connect(name, tcp)
@@ -110,7 +122,7 @@ impl Conn {
         Ok(Connected::H1(Conn {
             stream,
             buf: BytesMut::new(),
-            origin,
+            route,
         }))
     }
 
@@ -297,6 +309,38 @@ impl Conn {
             .is_pending();
         self.buf.is_empty() && pending
     }
+}
+
+/// Asks the proxy at the other end of `tcp` for a tunnel to `origin` (RFC 9110 §9.3.6) by
+/// `deadline`; the socket, now the tunnel, once it answered 2xx.
+async fn tunnel(
+    tcp: TcpStream,
+    hop: &proxy::Hop,
+    origin: &Origin,
+    limits: &Limits,
+    deadline: Instant,
+) -> io::Result<TcpStream> {
+    let mut conn = Conn {
+        stream: Stream::Tcp(tcp),
+        buf: BytesMut::new(),
+        route: Route::Direct(origin.clone()),
+    };
+    let request = proxy::connect_request(hop, origin);
+    let wait = deadline.saturating_duration_since(volt_rt::time::now());
+    conn.write_all(&request, wait, limits).await?;
+    // RFC 9110 §9.3.6: a 2xx has no content; whatever follows it is the tunnel's.
+    let head = conn.read_head(limits, true, deadline, &mut false).await?;
+    proxy::check_answer(head.status, origin)?;
+    let (Stream::Tcp(tcp), rest) = conn.into_parts() else {
+        return Err(io::Error::other("a tunnel over TLS")); // (made over TCP just above)
+    };
+    if !rest.is_empty() {
+        // TLS speaks first from the client: a proxy that sends more is not tunnelling.
+        return Err(invalid_data(
+            "the proxy sent bytes before the tunnel was used",
+        ));
+    }
+    Ok(tcp)
 }
 
 /// The addresses of `host`: parsed if it is an address, else looked up on the blocking pool

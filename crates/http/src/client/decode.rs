@@ -32,7 +32,7 @@ pub(super) struct Decompression {
     /// Ask for codings and decode them.
     pub(super) on: bool,
     /// Most bytes `bytes()`, `text()` and `json()` decode a compressed body to.
-    max_body: usize,
+    pub(super) max_body: usize,
 }
 
 impl Default for Decompression {
@@ -41,23 +41,6 @@ impl Default for Decompression {
             on: true,
             max_body: DEFAULT_MAX_DECODED_BODY,
         }
-    }
-}
-
-// The builder's one decompression setting beyond on and off lives here, by the code it sets.
-impl super::ClientBuilder {
-    /// Most bytes a compressed body may decode to when it is read whole:
-    /// [`bytes`](super::ClientResponse::bytes), [`text`](super::ClientResponse::text) and
-    /// [`json`](super::ClientResponse::json) fail with `InvalidData` ("the decoded body is over
-    /// the client's limit") once it would pass this, having held no more than this many
-    /// bytes; a decompression bomb (gzip inflates up to 1,032 times, brotli more) costs at
-    /// most this much memory. Default 64 MiB. Bodies read
-    /// piece by piece with [`chunk`](super::ClientResponse::chunk) are not limited (each piece
-    /// is at most 32 KiB, whatever the coding), nor are bodies that came without a coding
-    /// (their size is what the server sent).
-    pub fn max_decoded_body(mut self, bytes: usize) -> Self {
-        self.decompress.max_body = bytes;
-        self
     }
 }
 

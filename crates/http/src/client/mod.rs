@@ -12,6 +12,11 @@
 //!
 //! Like everything on volt-rt, a [`Client`] belongs to the worker (thread) that made it: it is
 //! `!Send`, its clones share one pool, and each worker makes its own.
+//!
+//! Opt-in, and free while unused: cookies ([`ClientBuilder::cookies`], a [`CookieJar`] that
+//! workers may share) and proxies ([`ClientBuilder::proxy`]: absolute-form requests for
+//! `http`, `CONNECT` tunnels for `https` and WebSockets). Connections are pooled by
+//! [`Route`]: directly to an origin, to a forward proxy, or through a tunnel to an origin.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -37,13 +42,22 @@ use crate::Body;
 use conn::{invalid_input, Conn, Connected, Head, Sent};
 use http2::{OnStream, Streams};
 
+mod builder;
 pub(crate) mod conn;
+mod cookie;
 mod decode;
 mod http2;
+mod proxy;
 mod redirect;
 mod response;
+mod set_cookie;
 mod websocket;
 
+pub use builder::ClientBuilder;
+use builder::{tls_builder, with_alpn, Http2};
+pub use cookie::{Cookie, CookieJar, SameSite};
+use proxy::Hop;
+pub use proxy::{Proxy, ProxyError};
 pub use response::ClientResponse;
 pub use websocket::{HandshakeError, WebSocketBuilder};
 
@@ -63,31 +77,6 @@ pub struct Client {
     inner: Rc<Inner>,
 }
 
-/// Settings for a [`Client`]; [`Client::builder`] starts one with the defaults.
-#[derive(Clone, Debug)]
-pub struct ClientBuilder {
-    connect_timeout: Duration,
-    timeout: Duration,
-    idle_timeout: Duration,
-    max_idle_per_host: usize,
-    redirects: usize,
-    limits: Limits,
-    tls: Option<Arc<rustls::ClientConfig>>,
-    http2: Http2,
-    decompress: decode::Decompression,
-}
-
-/// When the client speaks HTTP/2.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Http2 {
-    /// Over TLS when the server picks it by ALPN.
-    Alpn,
-    /// Never.
-    Never,
-    /// Always: h2c on plain ports, and only `h2` offered by ALPN.
-    PriorKnowledge,
-}
-
 /// What the clones of a [`Client`] share.
 struct Inner {
     connect_timeout: Duration,
@@ -99,15 +88,19 @@ struct Inner {
     http2: Http2,
     /// Ask for codings and decode them, within a limit (`decode`).
     decompress: decode::Decompression,
+    /// Where cookies are kept, if they are.
+    cookies: Option<CookieJar>,
+    /// Which requests go through a proxy (`None`: none do).
+    proxy: Option<Proxy>,
     /// The TLS settings: the caller's, or Mozilla's roots (webpki-roots), made on first use.
     tls: OnceCell<Arc<rustls::ClientConfig>>,
-    /// Idle HTTP/1 connections per origin, the most recently used last.
-    pool: RefCell<HashMap<Origin, Vec<Idle>>>,
-    /// The HTTP/2 connection to each origin that has one (or is making one), shared by every
-    /// request to it.
-    h2: RefCell<HashMap<Origin, Shared>>,
-    /// Origins whose server chose HTTP/2 by ALPN when last asked.
-    alpn_h2: RefCell<HashSet<Origin>>,
+    /// Idle HTTP/1 connections per route (origin, or proxy), the most recently used last.
+    pool: RefCell<HashMap<Route, Vec<Idle>>>,
+    /// The HTTP/2 connection along each route that has one (or is making one), shared by every
+    /// request to its origin.
+    h2: RefCell<HashMap<Route, Shared>>,
+    /// Routes whose server chose HTTP/2 by ALPN when last asked.
+    alpn_h2: RefCell<HashSet<Route>>,
 }
 
 /// An origin's HTTP/2 connection.
@@ -126,7 +119,7 @@ enum Shared {
 /// again.
 struct MakingShared<'a> {
     inner: &'a Inner,
-    origin: &'a Origin,
+    route: &'a Route,
 }
 
 /// A connection for one request.
@@ -135,13 +128,36 @@ enum Checkout {
     H2(::h2::client::SendRequest<Bytes>, OnStream),
 }
 
-/// Where a connection goes: scheme, host and port (RFC 9110 §4.3.1).
+/// Where a request goes: scheme, host and port (RFC 9110 §4.3.1).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Origin {
     https: bool,
-    /// The host as in the URL (a name or an address, without brackets).
-    host: String,
+    /// The host as in the URL (a name or an address, without brackets); shared, so that a
+    /// [`Route`] made from it costs no allocation.
+    host: Arc<str>,
     port: u16,
+}
+
+/// How a connection reaches an origin, and the key it is pooled under: two requests share a
+/// connection only if their routes are equal.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Route {
+    Direct(Origin),
+    /// To a forward proxy, which takes `http` requests in absolute-form for any origin: one
+    /// pool for them all.
+    Forward(Arc<Hop>),
+    /// Through a `CONNECT` tunnel the proxy opened to this origin, which it alone uses.
+    Tunnel(Arc<Hop>, Origin),
+}
+
+impl Route {
+    /// Whether the connection speaks TLS (end to end with the origin, through any tunnel).
+    fn https(&self) -> bool {
+        match self {
+            Route::Direct(origin) | Route::Tunnel(_, origin) => origin.https,
+            Route::Forward(_) => false,
+        }
+    }
 }
 
 struct Idle {
@@ -185,10 +201,16 @@ impl Client {
         RequestBuilder {
             client: self.clone(),
             method,
-            target: Target::parse(url),
+            target: Target::parse(url).map(|t| self.inner.routed(t)),
             headers: HeaderMap::new(),
             body: Body::empty(),
         }
+    }
+
+    /// The jar the client keeps cookies in, if it does ([`ClientBuilder::cookies`],
+    /// [`ClientBuilder::cookie_jar`]).
+    pub fn cookie_jar(&self) -> Option<&CookieJar> {
+        self.inner.cookies.as_ref()
     }
 
     /// Connections kept for reuse, over all origins: idle HTTP/1 ones and HTTP/2 ones.
@@ -208,145 +230,6 @@ impl Default for Client {
     }
 }
 
-impl Default for ClientBuilder {
-    fn default() -> Self {
-        ClientBuilder {
-            connect_timeout: Duration::from_secs(10),
-            timeout: Duration::from_secs(30),
-            idle_timeout: Duration::from_secs(30),
-            max_idle_per_host: 32,
-            redirects: 10,
-            limits: Limits::default(),
-            tls: None,
-            http2: Http2::Alpn,
-            decompress: decode::Decompression::default(),
-        }
-    }
-}
-
-impl ClientBuilder {
-    /// Longest wait for a connection: address lookup, TCP connect and TLS handshake. Default
-    /// 10 s.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Longest wait for the socket to take more of the request (not for all of it: a large
-    /// body that keeps moving is not cut short), then for the response head, then for each
-    /// read of the body. Default 30 s.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// How long an idle connection is kept for reuse. Default 30 s.
-    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
-        self.idle_timeout = timeout;
-        self
-    }
-
-    /// Most idle connections kept per origin (0: none, every request connects). Default 32.
-    pub fn max_idle_per_host(mut self, max: usize) -> Self {
-        self.max_idle_per_host = max;
-        self
-    }
-
-    /// Most redirects followed for one request (0: none, a 3xx is returned as it is); one
-    /// more is an error. Default 10.
-    pub fn redirects(mut self, max: usize) -> Self {
-        self.redirects = max;
-        self
-    }
-
-    /// Limits on response heads (size, field count) and chunked trailers.
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Speaks HTTP/1.1 only: over TLS, ALPN offers `http/1.1` alone.
-    pub fn http1_only(mut self) -> Self {
-        self.http2 = Http2::Never;
-        self
-    }
-
-    /// Speaks HTTP/2 to every server without asking: h2c (prior knowledge, RFC 9113 §3.3) on
-    /// `http` URLs, and only `h2` offered by ALPN over TLS.
-    pub fn http2_prior_knowledge(mut self) -> Self {
-        self.http2 = Http2::PriorKnowledge;
-        self
-    }
-
-    /// Whether requests ask for compressed responses (`Accept-Encoding: gzip, deflate, br`,
-    /// unless the request sets its own) and their bodies are decompressed as they are read,
-    /// with `Content-Encoding` and `Content-Length` taken off the headers. Default: on.
-    pub fn decompress(mut self, on: bool) -> Self {
-        self.decompress.on = on;
-        self
-    }
-
-    /// TLS settings for `https` (roots to trust, client certificates). Without this, the
-    /// server must present a certificate chained to one of Mozilla's roots (webpki-roots).
-    /// Its ALPN list is replaced by the protocols the client speaks (`h2` and `http/1.1`
-    /// unless [`http1_only`](ClientBuilder::http1_only) or
-    /// [`http2_prior_knowledge`](ClientBuilder::http2_prior_knowledge)).
-    pub fn tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
-        self.tls = Some(config);
-        self
-    }
-
-    /// Trusts these roots for `https` instead of Mozilla's.
-    pub fn tls_roots(self, roots: rustls::RootCertStore) -> Self {
-        let config = tls_builder()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        self.tls_config(Arc::new(config))
-    }
-
-    /// The client.
-    pub fn build(self) -> Client {
-        let tls = OnceCell::new();
-        if let Some(config) = self.tls {
-            let _ = tls.set(with_alpn(&config, self.http2));
-        }
-        Client {
-            inner: Rc::new(Inner {
-                connect_timeout: self.connect_timeout,
-                timeout: self.timeout,
-                idle_timeout: self.idle_timeout,
-                max_idle_per_host: self.max_idle_per_host,
-                redirects: self.redirects,
-                limits: self.limits,
-                http2: self.http2,
-                decompress: self.decompress,
-                tls,
-                pool: RefCell::new(HashMap::new()),
-                h2: RefCell::new(HashMap::new()),
-                alpn_h2: RefCell::new(HashSet::new()),
-            }),
-        }
-    }
-}
-
-fn tls_builder() -> rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default TLS versions")
-}
-
-/// `config` offering by ALPN the protocols `http2` allows.
-fn with_alpn(config: &rustls::ClientConfig, http2: Http2) -> Arc<rustls::ClientConfig> {
-    let mut config = config.clone();
-    config.alpn_protocols = match http2 {
-        Http2::Alpn => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
-        Http2::Never => vec![b"http/1.1".to_vec()],
-        Http2::PriorKnowledge => vec![b"h2".to_vec()],
-    };
-    Arc::new(config)
-}
-
 impl Inner {
     fn tls(&self) -> Arc<rustls::ClientConfig> {
         let config = self.tls.get_or_init(|| {
@@ -361,33 +244,32 @@ impl Inner {
         config.clone()
     }
 
-    /// A connection to `origin` for one request, and whether it was kept from before: the
-    /// origin's HTTP/2 connection, a pooled HTTP/1 one that is still usable, or a new one.
-    async fn checkout(self: &Rc<Self>, origin: &Origin) -> io::Result<(Checkout, bool)> {
-        if let Some((send, claim)) = poll_fn(|cx| self.poll_shared(origin, cx)).await {
+    /// A connection along `route` for one request, and whether it was kept from before: the
+    /// route's HTTP/2 connection, a pooled HTTP/1 one that is still usable, or a new one.
+    async fn checkout(self: &Rc<Self>, route: &Route) -> io::Result<(Checkout, bool)> {
+        if let Some((send, claim)) = poll_fn(|cx| self.poll_shared(route, cx)).await {
             return Ok((Checkout::H2(send, claim), true));
         }
         let now = volt_rt::time::now();
-        while let Some(mut idle) = self.take_idle(origin) {
+        while let Some(mut idle) = self.take_idle(route) {
             if now.duration_since(idle.since) < self.idle_timeout && idle.conn.is_reusable() {
                 return Ok((Checkout::H1(idle.conn), true));
             }
         }
-        let tls = origin.https.then(|| self.tls());
-        let prior_knowledge = self.http2 == Http2::PriorKnowledge;
+        let tls = route.https().then(|| self.tls());
+        // A forward proxy is spoken to in HTTP/1.1, whatever the client's settings.
+        let forward = matches!(route, Route::Forward(_));
+        let prior_knowledge = self.http2 == Http2::PriorKnowledge && !forward;
         // Requests that come while the connection is made wait to share it if it is to be
         // HTTP/2: by prior knowledge, or because the server chose it by ALPN before.
-        let sharing = prior_knowledge || self.alpn_h2.borrow().contains(origin);
+        let sharing = prior_knowledge || self.alpn_h2.borrow().contains(route);
         let _making = sharing.then(|| {
             let waiting = Shared::Connecting(Vec::new());
-            self.h2.borrow_mut().insert(origin.clone(), waiting);
-            MakingShared {
-                inner: self,
-                origin,
-            }
+            self.h2.borrow_mut().insert(route.clone(), waiting);
+            MakingShared { inner: self, route }
         });
         let connecting = Conn::connect(
-            origin.clone(),
+            route.clone(),
             tls,
             prior_knowledge,
             self.connect_timeout,
@@ -395,22 +277,22 @@ impl Inner {
         );
         Ok(match connecting.await? {
             Connected::H1(conn) => {
-                self.alpn_h2.borrow_mut().remove(origin);
+                self.alpn_h2.borrow_mut().remove(route);
                 (Checkout::H1(conn), false)
             }
             Connected::H2(opened) => {
                 let (send, connection) = *opened;
-                if origin.https && !prior_knowledge {
-                    self.alpn_h2.borrow_mut().insert(origin.clone());
+                if route.https() && !prior_knowledge {
+                    self.alpn_h2.borrow_mut().insert(route.clone());
                 }
                 let streams = Streams::new();
                 let claim = streams.claim();
-                self.drive_h2(origin, connection, &streams);
+                self.drive_h2(route, connection, &streams);
                 let shared = Shared::Ready {
                     send: send.clone(),
                     streams,
                 };
-                let before = self.h2.borrow_mut().insert(origin.clone(), shared);
+                let before = self.h2.borrow_mut().insert(route.clone(), shared);
                 if let Some(Shared::Connecting(waiting)) = before {
                     waiting.into_iter().for_each(Waker::wake);
                 }
@@ -423,21 +305,21 @@ impl Inner {
     /// `idle_timeout` (at once with `max_idle_per_host` 0), or has ended.
     fn drive_h2(
         self: &Rc<Self>,
-        origin: &Origin,
+        route: &Route,
         connection: ::h2::client::Connection<conn::Stream, Bytes>,
         streams: &Rc<Streams>,
     ) {
         let idle_timeout = self.h2_idle_timeout();
-        let (client, origin, this) = (Rc::downgrade(self), origin.clone(), streams.clone());
+        let (client, route, this) = (Rc::downgrade(self), route.clone(), streams.clone());
         http2::drive(connection, streams.clone(), idle_timeout, move || {
             let Some(client) = client.upgrade() else {
                 return;
             };
             let mut h2 = client.h2.borrow_mut();
             // The origin may have a newer connection by now: that one stays.
-            if let Some(Shared::Ready { streams, .. }) = h2.get(&origin) {
+            if let Some(Shared::Ready { streams, .. }) = h2.get(&route) {
                 if Rc::ptr_eq(streams, &this) {
-                    h2.remove(&origin);
+                    h2.remove(&route);
                 }
             }
         });
@@ -447,17 +329,17 @@ impl Inner {
     /// is making it.
     fn poll_shared(
         &self,
-        origin: &Origin,
+        route: &Route,
         cx: &mut Context<'_>,
     ) -> Poll<Option<(::h2::client::SendRequest<Bytes>, OnStream)>> {
         let mut h2 = self.h2.borrow_mut();
-        match h2.get_mut(origin) {
+        match h2.get_mut(route) {
             Some(Shared::Ready { streams, .. })
                 if streams.idle_for(self.h2_idle_timeout(), volt_rt::time::now()) =>
             {
                 // Idle too long, and its driver has not run since (or its timer would have
                 // made it forget the connection): not to be used.
-                h2.remove(origin);
+                h2.remove(route);
                 Poll::Ready(None)
             }
             Some(Shared::Ready { send, streams }) => {
@@ -481,21 +363,39 @@ impl Inner {
     }
 
     /// Forgets the origin's HTTP/2 connection, found gone; one being made stays.
-    fn forget_shared(&self, origin: &Origin) {
+    fn forget_shared(&self, route: &Route) {
         let mut h2 = self.h2.borrow_mut();
-        if let Some(Shared::Ready { .. }) = h2.get(origin) {
-            h2.remove(origin);
+        if let Some(Shared::Ready { .. }) = h2.get(route) {
+            h2.remove(route);
         }
     }
 
-    fn take_idle(&self, origin: &Origin) -> Option<Idle> {
-        self.pool.borrow_mut().get_mut(origin)?.pop()
+    /// `target` going through the proxy set for it, if any (with none set, as it is).
+    fn routed(&self, mut target: Target) -> Target {
+        if let Some(route) = self.proxied(&target.origin, false) {
+            target.route = route;
+        }
+        target
+    }
+
+    /// The route through the proxy set for `origin`, if any: a tunnel for `https` (and
+    /// whenever `tunnel` asks, as for WebSockets), absolute-form requests for `http`.
+    fn proxied(&self, origin: &Origin, tunnel: bool) -> Option<Route> {
+        let hop = self.proxy.as_ref()?.for_origin(origin)?.clone();
+        Some(match origin.https || tunnel {
+            true => Route::Tunnel(hop, origin.clone()),
+            false => Route::Forward(hop),
+        })
+    }
+
+    fn take_idle(&self, route: &Route) -> Option<Idle> {
+        self.pool.borrow_mut().get_mut(route)?.pop()
     }
 
     /// Keeps a connection whose exchange ended cleanly, if the pool has room for it.
     fn give_back(&self, conn: Conn) {
         let mut pool = self.pool.borrow_mut();
-        let idle = pool.entry(conn.origin.clone()).or_default();
+        let idle = pool.entry(conn.route.clone()).or_default();
         let now = volt_rt::time::now();
         // Connections idle too long are dropped here too, not only when next asked for.
         idle.retain(|i| now.duration_since(i.since) < self.idle_timeout);
@@ -508,8 +408,8 @@ impl Inner {
 impl Drop for MakingShared<'_> {
     fn drop(&mut self) {
         let mut h2 = self.inner.h2.borrow_mut();
-        if let Some(Shared::Connecting(_)) = h2.get(self.origin) {
-            if let Some(Shared::Connecting(waiting)) = h2.remove(self.origin) {
+        if let Some(Shared::Connecting(_)) = h2.get(self.route) {
+            if let Some(Shared::Connecting(waiting)) = h2.remove(self.route) {
                 waiting.into_iter().for_each(Waker::wake);
             }
         }
@@ -531,6 +431,8 @@ pub struct RequestBuilder {
 #[derive(Debug)]
 struct Target {
     origin: Origin,
+    /// How requests to it go: directly unless a proxy is set ([`Inner::routed`]).
+    route: Route,
     /// The `Host` field: the URL's authority.
     authority: String,
     /// The origin-form request target: path and query.
@@ -563,12 +465,14 @@ impl Target {
             Some(query) => format!("{}?{query}", uri.path()),
             None => uri.path().to_owned(),
         };
+        let origin = Origin {
+            https,
+            host: host.into(),
+            port,
+        };
         Ok(Target {
-            origin: Origin {
-                https,
-                host: host.to_owned(),
-                port,
-            },
+            route: Route::Direct(origin.clone()),
+            origin,
             authority: authority.as_str().to_owned(),
             path,
         })
@@ -619,7 +523,9 @@ impl RequestBuilder {
     /// (HEAD stays HEAD), 307 and 308 send the same request again; a request whose body is a
     /// stream cannot go again, so its 307/308 (or 301/302 for methods other than POST) is
     /// returned as it is. `Authorization`, `Proxy-Authorization` and `Cookie` are dropped when
-    /// a redirect leads to another origin.
+    /// a redirect leads to another origin. With a cookie jar, every response's `Set-Cookie`
+    /// (a redirect's too) is stored, and each request, every hop of a redirect included,
+    /// carries the jar's cookies for its URL.
     ///
     /// # Errors
     ///
@@ -640,7 +546,17 @@ impl RequestBuilder {
         loop {
             let again = body.as_bytes().filter(|_| body.trailers.is_none()).cloned();
             let sent_body = !body.is_empty();
-            let response = send_once(&client.inner, &method, &target, &headers, body).await?;
+            let inner = &client.inner;
+            let response = match &inner.cookies {
+                None => send_once(inner, &method, &target, &headers, body).await?,
+                Some(jar) => {
+                    let with_cookies = jar.request_headers(&headers, &target);
+                    let response = send_once(inner, &method, &target, &with_cookies, body).await?;
+                    // Before a redirect is followed: it may set what the next request sends.
+                    jar.store_response(&target, response.headers());
+                    response
+                }
+            };
             let location = response.header("location");
             let status = response.status();
             let head_request = method == Method::HEAD;
@@ -675,7 +591,7 @@ impl RequestBuilder {
                     Body::empty()
                 }
             };
-            (method, target) = (next.method, next.target);
+            (method, target) = (next.method, inner.routed(next.target));
         }
     }
 }
@@ -695,7 +611,7 @@ async fn send_once(
     let replayable = method.is_idempotent() && body.as_bytes().is_some() && body.trailers.is_none();
     let mut refusals = H2_REFUSALS;
     loop {
-        let (mut conn, reused) = match inner.checkout(&target.origin).await? {
+        let (mut conn, reused) = match inner.checkout(&target.route).await? {
             (Checkout::H1(conn), reused) => (conn, reused),
             (Checkout::H2(send, claim), reused) => {
                 let send = match http2::ready(send, inner.timeout).await {
@@ -703,7 +619,7 @@ async fn send_once(
                     Err(_) if reused => {
                         // Gone (closed, or going away) since its last request, and nothing
                         // was sent on it: any request may go on a new connection.
-                        inner.forget_shared(&target.origin);
+                        inner.forget_shared(&target.route);
                         continue;
                     }
                     Err(e) => return Err(e),
@@ -766,7 +682,17 @@ fn encode_head(
     headers: &HeaderMap,
     body: &Body,
 ) {
-    volt_proto::write_request_line(out, method, target.path.as_bytes(), Version::HTTP_11);
+    match &target.route {
+        // RFC 9112 §3.2.2: a proxy is asked for the absolute URL.
+        Route::Forward(hop) => {
+            let url = format!("http://{}{}", target.authority, target.path);
+            volt_proto::write_request_line(out, method, url.as_bytes(), Version::HTTP_11);
+            if let Some(auth) = &hop.auth {
+                volt_proto::write_header(out, b"proxy-authorization", auth.as_bytes());
+            }
+        }
+        _ => volt_proto::write_request_line(out, method, target.path.as_bytes(), Version::HTTP_11),
+    }
     volt_proto::write_header(out, b"host", target.authority.as_bytes());
     for (name, value) in headers {
         volt_proto::write_header(out, name.as_str().as_bytes(), value.as_bytes());

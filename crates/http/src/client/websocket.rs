@@ -179,8 +179,9 @@ impl WebSocketBuilder {
             config.alpn_protocols = vec![b"http/1.1".to_vec()];
             Arc::new(config)
         });
+        let route = inner.proxied(&target.origin, true);
         let connecting = Conn::connect(
-            target.origin.clone(),
+            route.unwrap_or(target.route),
             tls,
             false,
             inner.connect_timeout,

@@ -232,6 +232,20 @@ pub fn cert_for(names: &[&str]) -> (String, String, Vec<u8>) {
     )
 }
 
+/// A TLS server (one worker, default config) for `localhost` with a certificate made now,
+/// serving `service`, and the roots a client needs to trust it.
+pub fn start_tls_localhost<S: volt_http::Service>(
+    service: S,
+) -> (crate::common::TestServer, rustls::RootCertStore) {
+    let (cert, key, der) = cert_for(&["localhost"]);
+    let cert_key = volt_http::CertKey::from_pem(cert.as_bytes(), key.as_bytes()).unwrap();
+    let tls = volt_http::TlsConfig::new(cert_key).build().unwrap();
+    let server = crate::common::start_tls(1, volt_http::Config::default(), tls, service);
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(der.into()).unwrap();
+    (server, roots)
+}
+
 /// A rustls client trusting exactly `roots` (DER), offering `alpn`.
 pub fn client_config(roots: &[&[u8]], alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
     let mut store = rustls::RootCertStore::empty();
