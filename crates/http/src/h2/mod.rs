@@ -30,6 +30,7 @@
 //! connection to the handlers; [`response`] encodes response heads and pumps bodies out.
 
 mod inbox;
+mod request;
 pub(crate) mod response;
 
 use std::cell::RefCell;
@@ -45,16 +46,12 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use http::header::{HeaderMap, HeaderName, HeaderValue};
-use http::{Method, StatusCode, Version};
+use http::StatusCode;
 use volt_proto::h2::frame::Reason;
-use volt_proto::h2::server::{Connection, Event, Head, Settings};
-use volt_proto::RequestHead;
+use volt_proto::h2::server::{Connection, Event};
 use volt_rt::time::{sleep_until, Sleep};
 
-use crate::config::Config;
-use crate::request::{give_parts, take_parts};
-use crate::request::{Parts, RequestBody};
+use crate::request::{give_parts, Parts};
 use crate::response::{IntoResponse, Response};
 use crate::server::Worker;
 use crate::service::Service;
@@ -63,6 +60,8 @@ use crate::{Error, Request};
 
 pub(crate) use inbox::H2Body;
 use inbox::{BodyEnd, Continue, Inbox};
+pub(crate) use request::{head_parts, header_map};
+use request::{settings, to_request};
 use response::Outgoing;
 
 /// Reading stops while this much output waits for the socket.
@@ -727,19 +726,6 @@ impl<F> Task<F> {
     }
 }
 
-/// The state machine's settings from [`Config`].
-fn settings(config: &Config) -> Settings {
-    Settings {
-        max_concurrent_streams: config.h2_max_concurrent_streams,
-        initial_window_size: config.h2_initial_stream_window,
-        connection_window_size: config.h2_initial_connection_window,
-        max_header_list_size: config.h2_max_header_list_size,
-        max_frame_size: config.h2_max_frame_size,
-        max_control_frames: config.h2_max_control_frames,
-        max_reset_streams: config.h2_max_reset_streams,
-    }
-}
-
 /// Polls a handler, catching a panic (`Ready(None)`: 500 for that stream only).
 pub(crate) fn poll_handler<F: Future<Output = Response>>(
     fut: &mut Pin<Box<F>>,
@@ -754,104 +740,4 @@ pub(crate) fn poll_handler<F: Future<Output = Response>>(
 
 pub(crate) fn internal_error() -> Response {
     Error::new(StatusCode::INTERNAL_SERVER_ERROR, "internal server error").into_response()
-}
-
-/// Builds volt's [`Request`] from a decoded head: the head's buffer is copied into a pooled
-/// [`Parts`] as an HTTP/1 head would be, the target being `:path` (`:authority` for CONNECT).
-fn to_request(
-    head: &Head,
-    inbox: Option<Rc<RefCell<Inbox>>>,
-    remote: SocketAddr,
-    config: &Config,
-) -> Result<(Request, Rc<Parts>), Error> {
-    let parts = head_parts(head, Version::HTTP_2, remote, config)?;
-    let body = match inbox {
-        None => RequestBody::empty(),
-        Some(inbox) => RequestBody::h2(H2Body {
-            inbox,
-            received: 0,
-            max: config.max_body_bytes,
-            timeout: config.body_read_timeout,
-        }),
-    };
-    Ok((Request::from_parts(parts.clone(), body), parts))
-}
-
-/// A request's head from a decoded HTTP/2 or HTTP/3 head (the two share [`Head`]), checked
-/// against `config`'s limits (431, 414, 413 for a declared length) and HTTP/1's rules for
-/// the target (400).
-pub(crate) fn head_parts(
-    head: &Head,
-    version: Version,
-    remote: SocketAddr,
-    config: &Config,
-) -> Result<Rc<Parts>, Error> {
-    if head.oversized || head.fields.len() > config.max_headers {
-        return Err(Error::new(
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            "request header fields too large",
-        ));
-    }
-    let method = Method::from_bytes(head.get(head.method))
-        .map_err(|_| Error::bad_request("invalid method"))?;
-    let target = match head.authority {
-        Some(authority) if method == Method::CONNECT => authority,
-        _ => head.path,
-    };
-    if !target_ok(&method, head.get(target)) {
-        return Err(Error::bad_request("invalid request target"));
-    }
-    if (target.end - target.start) as usize > config.max_uri_bytes {
-        return Err(Error::new(
-            StatusCode::URI_TOO_LONG,
-            format!("request target over {} bytes", config.max_uri_bytes),
-        ));
-    }
-    if let Some(n) = head.content_length.filter(|&n| n > config.max_body_bytes) {
-        return Err(Error::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "request body of {n} bytes is over the limit of {}",
-                config.max_body_bytes
-            ),
-        ));
-    }
-    let mut parts = take_parts();
-    let p = Rc::get_mut(&mut parts).expect("a pooled head is unique");
-    p.parsed = RequestHead {
-        method,
-        version,
-        target,
-        headers: head.fields.clone(),
-        head_len: head.buf.len(),
-        body: volt_proto::BodyKind::Empty,
-        keep_alive: true,
-        expect_continue: false,
-    };
-    p.finish(&head.buf, Some(remote));
-    Ok(parts)
-}
-
-/// Whether `target` (`:path`, `:authority` for CONNECT) is one HTTP/1's parser would admit:
-/// visible ASCII without a `#` (HPACK carries any byte), and a `:path` in the origin form, or
-/// `*` for OPTIONS (RFC 9113 §8.3.1). The router and [`Request`] rely on that.
-fn target_ok(method: &Method, target: &[u8]) -> bool {
-    let form = *method == Method::CONNECT
-        || target.starts_with(b"/")
-        || (target == b"*" && *method == Method::OPTIONS);
-    form && target.iter().all(|&b| b.is_ascii_graphic() && b != b'#')
-}
-
-/// Trailer fields as a [`HeaderMap`] (fields that are not valid there are left out).
-pub(crate) fn header_map(head: &Head) -> HeaderMap {
-    let mut map = HeaderMap::new();
-    for f in &head.fields {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(head.get(f.name)),
-            HeaderValue::from_bytes(head.get(f.value)),
-        ) {
-            map.append(name, value);
-        }
-    }
-    map
 }
