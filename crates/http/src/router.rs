@@ -141,13 +141,17 @@ impl MethodRouter {
         self
     }
 
-    fn handler(&self, method: &Method) -> Option<&Handler> {
+    /// The handler for `req`'s method; HEAD falls back on GET's, and so does a WebSocket's
+    /// extended CONNECT (RFC 8441: HTTP/2's form of HTTP/1's `GET` handshake, so one route
+    /// takes both).
+    fn handler(&self, req: &Request) -> Option<&Handler> {
+        let method = req.method();
         let find = |m: &Method| self.by_method.iter().find(|(k, _)| k == m).map(|(_, h)| h);
         find(method)
             .or_else(|| {
-                (*method == Method::HEAD)
-                    .then(|| find(&Method::GET))
-                    .flatten()
+                let like_get = *method == Method::HEAD
+                    || (*method == Method::CONNECT && crate::ws::is_extended_connect(req));
+                like_get.then(|| find(&Method::GET)).flatten()
             })
             .or(self.any.as_ref())
     }
@@ -297,8 +301,7 @@ impl Router {
     }
 
     fn dispatch(&self, mut req: Request) -> Dispatch<'_> {
-        let method = req.method();
-        let found = self.find(req.path_bytes(), |e| Some((e, e.methods.handler(method)?)));
+        let found = self.find(req.path_bytes(), |e| Some((e, e.methods.handler(&req)?)));
         let Some((endpoint, handler)) = found else {
             return self.unrouted(&req);
         };

@@ -52,8 +52,11 @@ pub(super) fn to_request(
     let mut req = Request::from_parts(parts.clone(), body);
     if let Some(protocol) = head.protocol {
         // The codec let only a token through: ASCII.
-        let protocol = String::from_utf8_lossy(head.get(protocol));
-        req.insert_extension(ConnectProtocol(protocol.into()));
+        let text = |span| String::from_utf8_lossy(head.get(span)).into();
+        req.insert_extension(ConnectProtocol {
+            protocol: text(protocol),
+            scheme: text(head.scheme),
+        });
     }
     Ok((req, parts))
 }

@@ -20,8 +20,8 @@ use std::task::Poll;
 
 use bytes::{Bytes, BytesMut};
 
-pub(crate) use handshake::accept_key;
 pub use handshake::WebSocketUpgrade;
+pub(crate) use handshake::{accept_key, is_extended_connect};
 pub(crate) use socket::Settings;
 pub use socket::WebSocket;
 
