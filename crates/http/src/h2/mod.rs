@@ -32,6 +32,7 @@
 mod inbox;
 mod request;
 pub(crate) mod response;
+mod tunnel;
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -63,6 +64,8 @@ use inbox::{BodyEnd, Continue, Inbox};
 pub(crate) use request::{head_parts, header_map};
 use request::{settings, to_request};
 use response::Outgoing;
+pub(crate) use tunnel::StreamLink;
+use tunnel::Session;
 
 /// Reading stops while this much output waits for the socket.
 const FLUSH_AT: usize = 64 * 1024;
@@ -147,8 +150,10 @@ struct Task<F> {
     inbox: Option<Rc<RefCell<Inbox>>>,
     /// The request's head, to reuse once the handler is done with it.
     parts: Option<Rc<Parts>>,
-    is_head: bool,
+    kind: RequestKind,
     out: Outgoing,
+    /// A WebSocket's session, once its 200 went (`tunnel`).
+    session: Option<Session>,
     /// Request body bytes discarded (nobody read them): their stream window is not given
     /// back.
     drained: u64,
@@ -157,6 +162,33 @@ struct Task<F> {
     /// Since when response data has been waiting for flow-control window the client does not
     /// give: the write timeout counts from there, as for bytes the socket does not take.
     stalled_since: Option<Instant>,
+}
+
+/// What a request's method makes of its response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RequestKind {
+    Other,
+    /// No body in the response.
+    Head,
+    /// A CONNECT (plain, or extended for another protocol): no `content-length` in a 2xx.
+    Connect,
+    /// A WebSocket's extended CONNECT (RFC 8441): its 200 opens the stream to its session.
+    WebSocket,
+}
+
+impl RequestKind {
+    fn of(head: &volt_proto::h2::server::Head) -> RequestKind {
+        match head.get(head.method) {
+            b"HEAD" => RequestKind::Head,
+            b"CONNECT" => match head.protocol {
+                Some(p) if head.get(p).eq_ignore_ascii_case(b"websocket") => {
+                    RequestKind::WebSocket
+                }
+                _ => RequestKind::Connect,
+            },
+            _ => RequestKind::Other,
+        }
+    }
 }
 
 /// Wakes the connection task and marks its stream's handler as worth polling.
@@ -310,7 +342,13 @@ where
                 self.end_body(stream, BodyEnd::Trailers(trailers));
             }
             Event::Reset { stream, .. } => {
-                if let Some(i) = self.task(stream) {
+                let Some(i) = self.task(stream) else { return };
+                if self.tasks[i].session.is_some() {
+                    // A WebSocket's session learns it from its link, and ends with an error.
+                    let mut task = std::mem::replace(&mut self.tasks[i], Task::placeholder());
+                    self.reset_tunnel(&mut task);
+                    self.tasks[i] = task;
+                } else {
                     let task = self.tasks.swap_remove(i);
                     self.retire(task);
                 }
@@ -345,14 +383,14 @@ where
                 expect: expect.unwrap_or(Continue::Nothing),
             }))
         });
-        let is_head = head.get(head.method) == b"HEAD";
         let mut task = Task {
             id,
             handler: None,
             inbox: inbox.clone(),
             parts: None,
-            is_head,
+            kind: RequestKind::of(head),
             out: Outgoing::Waiting,
+            session: None,
             drained: 0,
             drain_deadline: None,
             stalled_since: None,
@@ -417,7 +455,8 @@ where
     /// Whether `task` is over: its handler and response are done, and the client's side of
     /// the stream too (or there is nothing to wait for: draining).
     fn task_finished(&mut self, task: &mut Task<F>) -> bool {
-        if task.handler.is_some() || !matches!(task.out, Outgoing::Done) {
+        if task.handler.is_some() || task.session.is_some() || !matches!(task.out, Outgoing::Done)
+        {
             return false;
         }
         if !self.conn.is_receiving(task.id) {
@@ -437,7 +476,13 @@ where
         // as curl take CANCEL for a failed transfer).
         let config = &self.worker.config;
         if task.drain_deadline.is_none() {
-            task.drain_deadline = Some(Instant::now() + config.body_read_timeout);
+            // A WebSocket's client, its close handshake done, ends its side soon: it gets the
+            // linger timeout of HTTP/1's close.
+            let wait = match task.kind {
+                RequestKind::WebSocket => config.linger_timeout,
+                _ => config.body_read_timeout,
+            };
+            task.drain_deadline = Some(Instant::now() + wait);
             if let Some(inbox) = &task.inbox {
                 let unread: usize = inbox.borrow_mut().chunks.drain(..).map(|c| c.len()).sum();
                 task.drained += unread as u64;
@@ -467,6 +512,12 @@ where
             }
             inbox.wake_reader();
         }
+        if let Outgoing::Tunnel(outbox) = &task.out {
+            outbox.borrow_mut().reset();
+        }
+        if let Some(session) = task.session.take() {
+            session.detach();
+        }
         // The handler first: it may hold the request, and so the head.
         task.handler = None;
         if let Some(parts) = task.parts.take() {
@@ -480,6 +531,15 @@ where
         let mut i = 0;
         while i < self.tasks.len() {
             let task = &mut self.tasks[i];
+            if let Some(session) = &mut task.session {
+                if session.poll() {
+                    // Over: `pump` ends or resets its stream.
+                    task.session = None;
+                    finished = true;
+                }
+                i += 1;
+                continue;
+            }
             let Some((fut, waker)) = &mut task.handler else {
                 i += 1;
                 continue;
@@ -717,8 +777,9 @@ impl<F> Task<F> {
             handler: None,
             inbox: None,
             parts: None,
-            is_head: false,
+            kind: RequestKind::Other,
             out: Outgoing::Done,
+            session: None,
             drained: 0,
             drain_deadline: None,
             stalled_since: None,
