@@ -64,8 +64,8 @@ use inbox::{BodyEnd, Continue, Inbox};
 pub(crate) use request::{head_parts, header_map};
 use request::{settings, to_request};
 use response::Outgoing;
-pub(crate) use tunnel::StreamLink;
 use tunnel::Session;
+pub(crate) use tunnel::StreamLink;
 
 /// Reading stops while this much output waits for the socket.
 const FLUSH_AT: usize = 64 * 1024;
@@ -181,9 +181,7 @@ impl RequestKind {
         match head.get(head.method) {
             b"HEAD" => RequestKind::Head,
             b"CONNECT" => match head.protocol {
-                Some(p) if head.get(p).eq_ignore_ascii_case(b"websocket") => {
-                    RequestKind::WebSocket
-                }
+                Some(p) if head.get(p).eq_ignore_ascii_case(b"websocket") => RequestKind::WebSocket,
                 _ => RequestKind::Connect,
             },
             _ => RequestKind::Other,
@@ -455,8 +453,7 @@ where
     /// Whether `task` is over: its handler and response are done, and the client's side of
     /// the stream too (or there is nothing to wait for: draining).
     fn task_finished(&mut self, task: &mut Task<F>) -> bool {
-        if task.handler.is_some() || task.session.is_some() || !matches!(task.out, Outgoing::Done)
-        {
+        if task.handler.is_some() || task.session.is_some() || !matches!(task.out, Outgoing::Done) {
             return false;
         }
         if !self.conn.is_receiving(task.id) {

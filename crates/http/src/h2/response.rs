@@ -62,11 +62,8 @@ where
         if task.kind == RequestKind::WebSocket && response.status.is_success() && !upgrade {
             // A 2xx would tell the client its WebSocket is open (RFC 8441 §5): a handler that
             // did not take it (a GET route's, say, which the router lets answer) must not.
-            response = Error::new(
-                StatusCode::NOT_IMPLEMENTED,
-                "no WebSocket is served here",
-            )
-            .into_response();
+            response = Error::new(StatusCode::NOT_IMPLEMENTED, "no WebSocket is served here")
+                .into_response();
         }
         // `Connection: close` is not sent on HTTP/2 (§8.2.2), but it still ends the
         // connection: with a graceful GOAWAY once this response is out.
@@ -102,8 +99,8 @@ where
         // Trailers follow content: a response without any gets none, as on HTTP/1.
         let trailers = body.trailers.filter(|_| !no_body);
         // RFC 9110 §9.3.6: no `content-length` in a 2xx to CONNECT (its stream is a tunnel).
-        let tunnel = status.is_success()
-            && matches!(kind, RequestKind::Connect | RequestKind::WebSocket);
+        let tunnel =
+            status.is_success() && matches!(kind, RequestKind::Connect | RequestKind::WebSocket);
         let length = body_len(&body.kind).filter(|_| !bodiless_status && !tunnel);
         let (out, end_now) = match body.kind {
             BodyKind::Full(data) => {
@@ -305,7 +302,13 @@ where
     /// connection's (`window_since`) while the connection's is. A stream that only waits its
     /// turn for the connection's window is not stalled: a client reading several large
     /// responses at once keeps them all.
-    pub(super) fn note_sent(&mut self, id: u32, stalled_since: &mut Option<Instant>, n: usize, left: bool) {
+    pub(super) fn note_sent(
+        &mut self,
+        id: u32,
+        stalled_since: &mut Option<Instant>,
+        n: usize,
+        left: bool,
+    ) {
         let shut = left && self.conn.stream_window_shut(id);
         *stalled_since = stalled(*stalled_since, n, shut);
         self.window_sent += n;

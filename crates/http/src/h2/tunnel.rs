@@ -91,7 +91,10 @@ impl Outbox {
 }
 
 fn reset_error() -> io::Error {
-    io::Error::new(io::ErrorKind::ConnectionReset, "the HTTP/2 stream was reset")
+    io::Error::new(
+        io::ErrorKind::ConnectionReset,
+        "the HTTP/2 stream was reset",
+    )
 }
 
 impl StreamLink {
@@ -202,7 +205,8 @@ where
     pub(super) fn start_tunnel(&mut self, task: &mut Task<F>, pending: Box<PendingUpgrade>) {
         let Some(inbox) = task.inbox.clone() else {
             // `Request::websocket` refuses a request that ended its stream.
-            self.conn.reset(task.id, Reason::INTERNAL_ERROR, &mut self.out);
+            self.conn
+                .reset(task.id, Reason::INTERNAL_ERROR, &mut self.out);
             return;
         };
         let conn = inbox.borrow().conn.clone();
