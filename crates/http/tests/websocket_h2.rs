@@ -219,6 +219,24 @@ impl Ws {
         }
     }
 
+    /// Sends `text` and checks its echo, byte for byte: an unmasked frame, FIN and text.
+    async fn echoes(&mut self, text: &str) {
+        assert!(text.len() < 126, "a one-byte length");
+        self.frame(true, Opcode::Text, text.as_bytes());
+        let mut expected = vec![0x81, text.len() as u8];
+        expected.extend(text.as_bytes());
+        assert_eq!(self.bytes(expected.len()).await.unwrap(), expected);
+    }
+
+    /// Closes with `code` and checks the close frame echoing it, then END_STREAM.
+    async fn closes(&mut self, code: u16) {
+        self.frame(true, Opcode::Close, &code.to_be_bytes());
+        let [hi, lo] = code.to_be_bytes();
+        assert_eq!(self.bytes(4).await.unwrap(), [0x88, 2, hi, lo]);
+        assert!(self.ended().await, "END_STREAM after the close");
+        self.end();
+    }
+
     fn end(&mut self) {
         self.send.send_data(Bytes::new(), true).unwrap();
     }
@@ -325,8 +343,7 @@ fn bad_handshakes_answer_400_and_426() {
 fn text_binary_fragments_and_ping_echo_as_exact_frames() {
     with_server(async |_, client, _| {
         let mut ws = open_ok(&client, "/echo").await;
-        ws.frame(true, Opcode::Text, b"hello");
-        assert_eq!(ws.bytes(7).await.unwrap(), b"\x81\x05hello");
+        ws.echoes("hello").await;
         ws.frame(true, Opcode::Binary, &[0, 1, 2, 255]);
         assert_eq!(ws.bytes(6).await.unwrap(), [0x82, 4, 0, 1, 2, 255]);
         // A text message in three fragments, a ping between two of them.
@@ -359,8 +376,7 @@ fn close_from_the_client_is_echoed_then_the_stream_ends() {
         ws.end();
         // The connection goes on.
         let mut ws = open_ok(&client, "/echo").await;
-        ws.frame(true, Opcode::Text, b"again");
-        assert_eq!(ws.bytes(7).await.unwrap(), b"\x81\x05again");
+        ws.echoes("again").await;
     });
 }
 
@@ -431,8 +447,7 @@ fn a_client_reset_ends_the_session_with_an_error() {
         );
         // The connection serves on.
         let mut ws = open_ok(&client, "/echo").await;
-        ws.frame(true, Opcode::Text, b"x");
-        assert_eq!(ws.bytes(3).await.unwrap(), b"\x81\x01x");
+        ws.echoes("x").await;
     });
 }
 
@@ -525,14 +540,11 @@ fn many_websockets_and_requests_share_a_connection() {
                 let text = format!("{i}:{round}");
                 let mut expected = vec![0x81, text.len() as u8];
                 expected.extend(text.as_bytes());
-                assert_eq!(ws.bytes(expected.len()).await.unwrap(), expected);
+                assert_eq!(ws.bytes(expected.len()).await.unwrap(), expected, "{text}");
             }
         }
         for ws in &mut sockets {
-            ws.frame(true, Opcode::Close, b"\x03\xe8");
-            assert_eq!(ws.bytes(4).await.unwrap(), b"\x88\x02\x03\xe8");
-            assert!(ws.ended().await);
-            ws.end();
+            ws.closes(1000).await;
         }
     });
 }
@@ -548,8 +560,7 @@ fn panics_stay_on_their_stream() {
         assert_eq!(ws.bytes(4).await.unwrap(), b"\x88\x02\x03\xf3", "1011");
         ws.frame(true, Opcode::Close, b"\x03\xf3");
         assert!(ws.ended().await);
-        echo.frame(true, Opcode::Text, b"alive");
-        assert_eq!(echo.bytes(7).await.unwrap(), b"\x81\x05alive");
+        echo.echoes("alive").await;
     });
 }
 
@@ -559,8 +570,7 @@ fn graceful_shutdown_closes_websockets_with_1001() {
     volt_rt::block_on(async {
         let client = connect(server.addr()).await;
         let mut ws = open_ok(&client, "/echo").await;
-        ws.frame(true, Opcode::Text, b"before");
-        assert_eq!(ws.bytes(8).await.unwrap(), b"\x81\x06before");
+        ws.echoes("before").await;
         server.handle().shutdown();
         let reason = b"server shutting down";
         let mut expected = vec![0x88, 2 + reason.len() as u8, 0x03, 0xe9];
@@ -614,11 +624,8 @@ fn websocket_over_tls_with_alpn_h2() {
             recv,
             buf: BytesMut::new(),
         };
-        ws.frame(true, Opcode::Text, b"secret");
-        assert_eq!(ws.bytes(8).await.unwrap(), b"\x81\x06secret");
-        ws.frame(true, Opcode::Close, b"\x03\xe8");
-        assert_eq!(ws.bytes(4).await.unwrap(), b"\x88\x02\x03\xe8");
-        assert!(ws.ended().await);
+        ws.echoes("secret").await;
+        ws.closes(1000).await;
     });
     server.shutdown();
 }
