@@ -25,9 +25,13 @@
 //! rapid reset, provoked resets: see `volt_proto::h2::server`); a client that trips one gets
 //! GOAWAY and its connection is closed once that is written.
 //!
-//! This module holds the connection loop ([`Driver`]), the streams' tasks and timers, and the
-//! conversion of a decoded head into a [`Request`]. [`inbox`] carries request bodies from the
-//! connection to the handlers; [`response`] encodes response heads and pumps bodies out.
+//! A WebSocket opens with an extended CONNECT (RFC 8441); its 200 leaves the stream open, and
+//! the WebSocket session runs on the stream's DATA frames in this connection's task ([`tunnel`]).
+//!
+//! This module holds the connection loop ([`Driver`]), the streams' tasks and timers.
+//! [`request`] makes a decoded head into a [`Request`]; [`inbox`] carries request bodies from
+//! the connection to the handlers; [`response`] encodes response heads and pumps bodies out;
+//! [`tunnel`] runs WebSocket sessions on streams.
 
 mod inbox;
 mod request;
