@@ -672,3 +672,62 @@ fn settings_and_a_protocol_on_get_as_raw_frames() {
     }
     assert_eq!(rst.unwrap(), [0, 0, 0, 1], "PROTOCOL_ERROR");
 }
+
+/// A session that fails without ending its stream (here its send times out: the client does
+/// not read) resets the stream with CANCEL (RFC 8441 §6: a TCP reset).
+#[test]
+fn a_session_that_fails_resets_its_stream_with_cancel() {
+    let config = Config {
+        write_timeout: Duration::from_millis(200),
+        ..Config::default()
+    };
+    let seen = Arc::new(Seen::default());
+    let server = start_with(1, config, app(seen.clone()));
+    volt_rt::block_on(async {
+        let client = connect(server.addr()).await;
+        let mut ws = open_ok(&client, "/big").await;
+        volt_rt::time::sleep(Duration::from_millis(600)).await;
+        let mut got = 0;
+        let reason = loop {
+            match ws.recv.data().await {
+                Some(Ok(chunk)) => {
+                    // The connection's window back, for the next WebSocket's sake.
+                    let _ = ws.recv.flow_control().release_capacity(chunk.len());
+                    got += chunk.len();
+                }
+                Some(Err(e)) => break e.reason(),
+                None => panic!("the stream ended cleanly"),
+            }
+        };
+        assert_eq!(reason, Some(h2::Reason::CANCEL));
+        assert!(
+            got < 1 << 20,
+            "{got} bytes: the 1 MiB message did not all go"
+        );
+        assert!(!seen.sent_big.load(Ordering::Acquire));
+        // Another WebSocket on the same connection is served.
+        open_ok(&client, "/echo").await.echoes("still here").await;
+    });
+    server.shutdown();
+}
+
+/// An extended CONNECT for another protocol is a CONNECT to the routes (no GET fallback),
+/// and `websocket()` refuses it.
+#[test]
+fn another_protocol_is_not_a_websocket() {
+    with_server(async |_, client, _| {
+        let mut req = http::Request::builder()
+            .method(http::Method::CONNECT)
+            .uri("http://t/echo")
+            .header("sec-websocket-version", "13")
+            .body(())
+            .unwrap();
+        req.extensions_mut()
+            .insert(h2::ext::Protocol::from_static("connect-udp"));
+        let mut client = client.clone().ready().await.unwrap();
+        let (response, _send) = client.send_request(req, false).unwrap();
+        let response = read_response(response).await;
+        assert_eq!(response.status, 405);
+        assert_eq!(response.headers["allow"], "GET, HEAD");
+    });
+}
