@@ -731,3 +731,48 @@ fn another_protocol_is_not_a_websocket() {
         assert_eq!(response.headers["allow"], "GET, HEAD");
     });
 }
+
+/// The client's connection is lost (no RST_STREAM, no GOAWAY: the socket closes) with a
+/// WebSocket open: its session, waiting in `recv`, gets an error, in a task of its own once
+/// the connection is over.
+#[test]
+fn a_connection_lost_ends_its_sessions_with_an_error() {
+    let seen = Arc::new(Seen::default());
+    let server = start(app(seen.clone()));
+    let mut tcp = TcpStream::connect(server.addr()).unwrap();
+    tcp.set_read_timeout(Some(HANG_GUARD)).unwrap();
+    let mut hello = client_start();
+    let mut block = vec![0x02, 7];
+    block.extend(b"CONNECT");
+    block.extend([0x00, 9]);
+    block.extend(b":protocol");
+    block.push(9);
+    block.extend(b"websocket");
+    block.extend([0x86, 0x04, 7]);
+    block.extend(b"/record");
+    block.extend([0x01, 1, b't', 0x00, 21]);
+    block.extend(b"sec-websocket-version");
+    block.extend([2, b'1', b'3']);
+    hello.extend(frame(HEADERS, END_HEADERS, 1, &block));
+    tcp.write_all(&hello).unwrap();
+    let mut buf = Vec::new();
+    loop {
+        let f = next_frame(&mut tcp, &mut buf);
+        if (f.0, f.2) == (DATA, 1) {
+            assert_eq!(f.3, b"\x81\x05ready");
+            break;
+        }
+    }
+    drop(tcp);
+    let deadline = Instant::now() + HANG_GUARD;
+    while seen.reset.lock().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the session never learned");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        *seen.reset.lock().unwrap(),
+        Some(io::ErrorKind::ConnectionReset)
+    );
+    assert!(server.get("/").contains("HTTP/1.1"), "the server serves on");
+    server.shutdown();
+}
