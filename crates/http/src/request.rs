@@ -206,6 +206,15 @@ fn find_query(target: &[u8]) -> Option<usize> {
     }
 }
 
+/// An extended CONNECT's `:protocol`, kept with the request's extensions: the requests without
+/// one (all others) pay nothing for it.
+#[derive(Clone, Debug)]
+pub(crate) struct ConnectProtocol {
+    pub(crate) protocol: Box<str>,
+    /// Its `:scheme` (which plain CONNECT has not).
+    pub(crate) scheme: Box<str>,
+}
+
 /// The path parameters of the route a request matched.
 pub(crate) type Params = Arc<[Param]>;
 
@@ -288,6 +297,12 @@ impl Request {
     /// The protocol version.
     pub fn version(&self) -> Version {
         self.p.parsed.version
+    }
+
+    /// The `:protocol` of an HTTP/2 extended CONNECT (RFC 8441 §4): `Some("websocket")` for a
+    /// WebSocket opened over HTTP/2; `None` for every other request.
+    pub fn protocol(&self) -> Option<&str> {
+        self.extension::<ConnectProtocol>().map(|p| &*p.protocol)
     }
 
     /// The request target as sent (path and query, undecoded).

@@ -299,11 +299,24 @@ impl Router {
     fn dispatch(&self, mut req: Request) -> Dispatch<'_> {
         let method = req.method();
         let found = self.find(req.path_bytes(), |e| Some((e, e.methods.handler(method)?)));
-        let Some((endpoint, handler)) = found else {
+        let Some((endpoint, handler)) = found.or_else(|| self.websocket_route(&req)) else {
             return self.unrouted(&req);
         };
         req.set_route(&endpoint.params, &self.state);
         Dispatch::Handler(Running::start(handler, req))
+    }
+
+    /// Where a WebSocket's extended CONNECT (RFC 8441, HTTP/2's form of HTTP/1's `GET`
+    /// handshake) goes when no route takes CONNECT: to the GET handler of its path, so that
+    /// one route takes both.
+    #[cold]
+    fn websocket_route(&self, req: &Request) -> Option<(&Endpoint, &Handler)> {
+        if !crate::ws::is_extended_connect(req) {
+            return None;
+        }
+        self.find(req.path_bytes(), |e| {
+            Some((e, e.methods.handler(&Method::GET)?))
+        })
     }
 
     /// The answer when no route takes the request: 405 with the methods the routes for its

@@ -1,7 +1,8 @@
 //! The checks that make a request head (or trailer section) well-formed, shared by HTTP/2
 //! (RFC 9113 §8.1–8.3) and HTTP/3 (RFC 9114 §4.1–4.3), whose rules are the same: lowercase
 //! names, pseudo-header fields first and only in the head, no connection-specific fields,
-//! `te` only `trailers`, a parsable `content-length`, and the pseudo-headers a request needs.
+//! `te` only `trailers`, a parsable `content-length`, and the pseudo-headers a request needs;
+//! and, where the server offered extended CONNECT (RFC 8441 §4), its `:protocol`.
 //! Both decoders call [`FieldCheck::field`] with each decoded field and
 //! [`FieldCheck::finish`] at the end; the fields kept land in a [`Head`].
 
@@ -23,13 +24,22 @@ pub(crate) struct FieldCheck<'a> {
     malformed: Option<Malformed>,
     /// The `host` field's value.
     host: Option<Span>,
+    /// `:protocol` is known (the server sent `SETTINGS_ENABLE_CONNECT_PROTOCOL = 1`).
+    extended_connect: bool,
 }
 
 impl<'a> FieldCheck<'a> {
     /// Starts checking a head (`trailers` false) or a trailer section into `head`, which is
     /// cleared first. Past `max_list_size` (names, values and 32 bytes per field, RFC 9113
-    /// §6.5.2 and RFC 9114 §4.2.2) the head is marked [`Head::oversized`].
-    pub(crate) fn new(head: &'a mut Head, trailers: bool, max_list_size: usize) -> Self {
+    /// §6.5.2 and RFC 9114 §4.2.2) the head is marked [`Head::oversized`]. With
+    /// `extended_connect`, `:protocol` is a pseudo-header like the others (RFC 8441 §4);
+    /// without, an unknown one.
+    pub(crate) fn new(
+        head: &'a mut Head,
+        trailers: bool,
+        max_list_size: usize,
+        extended_connect: bool,
+    ) -> Self {
         head.clear();
         FieldCheck {
             head,
@@ -39,6 +49,7 @@ impl<'a> FieldCheck<'a> {
             max_list_size,
             malformed: None,
             host: None,
+            extended_connect,
         }
     }
 
@@ -140,6 +151,19 @@ impl<'a> FieldCheck<'a> {
                 head.authority = Some(span);
                 return Ok(());
             }
+            b"protocol" if self.extended_connect => {
+                if head.protocol.is_some() {
+                    return Err(Malformed("repeated pseudo-header"));
+                }
+                // RFC 8441 §4: a value from the Upgrade Token Registry, so a token (RFC 9110
+                // §7.8).
+                if value.is_empty() || !value.iter().all(|&b| is_tchar(b)) {
+                    return Err(Malformed(":protocol not a token"));
+                }
+                let span = head.push(value);
+                head.protocol = Some(span);
+                return Ok(());
+            }
             _ => return Err(Malformed("unknown pseudo-header")),
         };
         if *slot != Span::default() {
@@ -171,7 +195,17 @@ impl<'a> FieldCheck<'a> {
         if head.method == empty {
             return Err(Malformed("no :method"));
         }
-        if head.get(head.method) == b"CONNECT" {
+        let connect = head.get(head.method) == b"CONNECT";
+        if head.protocol.is_some() {
+            // RFC 8441 §4: `:protocol` belongs to CONNECT, which then takes `:scheme` and
+            // `:path` (the target, as any request's), and `:authority` as other requests do.
+            if !connect {
+                return Err(Malformed(":protocol on a method other than CONNECT"));
+            }
+            if head.scheme == empty || head.path == empty {
+                return Err(Malformed("extended CONNECT needs :scheme and :path"));
+            }
+        } else if connect {
             if head.scheme != empty || head.path != empty || head.authority.is_none() {
                 return Err(Malformed("CONNECT needs :authority only"));
             }
@@ -205,6 +239,11 @@ fn parse_length(value: &[u8]) -> Option<u64> {
         return None;
     }
     Some(value.iter().fold(0, |n, &d| n * 10 + u64::from(d - b'0')))
+}
+
+/// A token character (RFC 9110 §5.6.2), either case.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_uppercase() || LOWER_TOKEN[b as usize]
 }
 
 /// Bytes allowed in an HTTP/2 field name: token characters (RFC 9110 §5.6.2) except

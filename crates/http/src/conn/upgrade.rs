@@ -10,6 +10,7 @@ use super::write::Nagle;
 use super::{ConnIo, Next};
 use crate::body::BodyKind;
 use crate::response::Response;
+use crate::ws::link::Link;
 use crate::ws::PendingUpgrade;
 
 impl ConnIo {
@@ -66,5 +67,5 @@ pub(super) async fn switch_to_websocket(io: Rc<ConnIo>, pending: Box<PendingUpgr
     let read = io.read_buf.take();
     let worker = io.worker.clone();
     drop(io); // the write buffer goes back to the worker's pool
-    crate::ws::run(pending, stream, read, worker).await;
+    crate::ws::run(pending, Link::Server(stream), read, worker).await;
 }

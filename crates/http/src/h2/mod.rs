@@ -25,12 +25,18 @@
 //! rapid reset, provoked resets: see `volt_proto::h2::server`); a client that trips one gets
 //! GOAWAY and its connection is closed once that is written.
 //!
-//! This module holds the connection loop ([`Driver`]), the streams' tasks and timers, and the
-//! conversion of a decoded head into a [`Request`]. [`inbox`] carries request bodies from the
-//! connection to the handlers; [`response`] encodes response heads and pumps bodies out.
+//! A WebSocket opens with an extended CONNECT (RFC 8441); its 200 leaves the stream open, and
+//! the WebSocket session runs on the stream's DATA frames in this connection's task ([`tunnel`]).
+//!
+//! This module holds the connection loop ([`Driver`]), the streams' tasks and timers.
+//! [`request`] makes a decoded head into a [`Request`]; [`inbox`] carries request bodies from
+//! the connection to the handlers; [`response`] encodes response heads and pumps bodies out;
+//! [`tunnel`] runs WebSocket sessions on streams.
 
 mod inbox;
+mod request;
 pub(crate) mod response;
+mod tunnel;
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -45,16 +51,12 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use http::header::{HeaderMap, HeaderName, HeaderValue};
-use http::{Method, StatusCode, Version};
+use http::StatusCode;
 use volt_proto::h2::frame::Reason;
-use volt_proto::h2::server::{Connection, Event, Head, Settings};
-use volt_proto::RequestHead;
+use volt_proto::h2::server::{Connection, Event};
 use volt_rt::time::{sleep_until, Sleep};
 
-use crate::config::Config;
-use crate::request::{give_parts, take_parts};
-use crate::request::{Parts, RequestBody};
+use crate::request::{give_parts, Parts};
 use crate::response::{IntoResponse, Response};
 use crate::server::Worker;
 use crate::service::Service;
@@ -63,7 +65,11 @@ use crate::{Error, Request};
 
 pub(crate) use inbox::H2Body;
 use inbox::{BodyEnd, Continue, Inbox};
+pub(crate) use request::{head_parts, header_map};
+use request::{settings, to_request};
 use response::Outgoing;
+use tunnel::Session;
+pub(crate) use tunnel::StreamLink;
 
 /// Reading stops while this much output waits for the socket.
 const FLUSH_AT: usize = 64 * 1024;
@@ -148,8 +154,10 @@ struct Task<F> {
     inbox: Option<Rc<RefCell<Inbox>>>,
     /// The request's head, to reuse once the handler is done with it.
     parts: Option<Rc<Parts>>,
-    is_head: bool,
+    kind: RequestKind,
     out: Outgoing,
+    /// A WebSocket's session, once its 200 went (`tunnel`).
+    session: Option<Session>,
     /// Request body bytes discarded (nobody read them): their stream window is not given
     /// back.
     drained: u64,
@@ -158,6 +166,31 @@ struct Task<F> {
     /// Since when response data has been waiting for flow-control window the client does not
     /// give: the write timeout counts from there, as for bytes the socket does not take.
     stalled_since: Option<Instant>,
+}
+
+/// What a request's method makes of its response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RequestKind {
+    Other,
+    /// No body in the response.
+    Head,
+    /// A CONNECT (plain, or extended for another protocol): no `content-length` in a 2xx.
+    Connect,
+    /// A WebSocket's extended CONNECT (RFC 8441): its 200 opens the stream to its session.
+    WebSocket,
+}
+
+impl RequestKind {
+    fn of(head: &volt_proto::h2::server::Head) -> RequestKind {
+        match head.get(head.method) {
+            b"HEAD" => RequestKind::Head,
+            b"CONNECT" => match head.protocol {
+                Some(p) if head.get(p).eq_ignore_ascii_case(b"websocket") => RequestKind::WebSocket,
+                _ => RequestKind::Connect,
+            },
+            _ => RequestKind::Other,
+        }
+    }
 }
 
 /// Wakes the connection task and marks its stream's handler as worth polling.
@@ -311,7 +344,13 @@ where
                 self.end_body(stream, BodyEnd::Trailers(trailers));
             }
             Event::Reset { stream, .. } => {
-                if let Some(i) = self.task(stream) {
+                let Some(i) = self.task(stream) else { return };
+                if self.tasks[i].session.is_some() {
+                    // A WebSocket's session learns it from its link, and ends with an error.
+                    let mut task = std::mem::replace(&mut self.tasks[i], Task::placeholder());
+                    self.reset_tunnel(&mut task);
+                    self.tasks[i] = task;
+                } else {
                     let task = self.tasks.swap_remove(i);
                     self.retire(task);
                 }
@@ -346,14 +385,14 @@ where
                 expect: expect.unwrap_or(Continue::Nothing),
             }))
         });
-        let is_head = head.get(head.method) == b"HEAD";
         let mut task = Task {
             id,
             handler: None,
             inbox: inbox.clone(),
             parts: None,
-            is_head,
+            kind: RequestKind::of(head),
             out: Outgoing::Waiting,
+            session: None,
             drained: 0,
             drain_deadline: None,
             stalled_since: None,
@@ -418,7 +457,7 @@ where
     /// Whether `task` is over: its handler and response are done, and the client's side of
     /// the stream too (or there is nothing to wait for: draining).
     fn task_finished(&mut self, task: &mut Task<F>) -> bool {
-        if task.handler.is_some() || !matches!(task.out, Outgoing::Done) {
+        if task.handler.is_some() || task.session.is_some() || !matches!(task.out, Outgoing::Done) {
             return false;
         }
         if !self.conn.is_receiving(task.id) {
@@ -438,7 +477,13 @@ where
         // as curl take CANCEL for a failed transfer).
         let config = &self.worker.config;
         if task.drain_deadline.is_none() {
-            task.drain_deadline = Some(Instant::now() + config.body_read_timeout);
+            // A WebSocket's client, its close handshake done, ends its side soon: it gets the
+            // linger timeout of HTTP/1's close.
+            let wait = match task.kind {
+                RequestKind::WebSocket => config.linger_timeout,
+                _ => config.body_read_timeout,
+            };
+            task.drain_deadline = Some(Instant::now() + wait);
             if let Some(inbox) = &task.inbox {
                 let unread: usize = inbox.borrow_mut().chunks.drain(..).map(|c| c.len()).sum();
                 task.drained += unread as u64;
@@ -468,6 +513,12 @@ where
             }
             inbox.wake_reader();
         }
+        if let Outgoing::Tunnel(outbox) = &task.out {
+            outbox.borrow_mut().reset();
+        }
+        if let Some(session) = task.session.take() {
+            session.detach();
+        }
         // The handler first: it may hold the request, and so the head.
         task.handler = None;
         if let Some(parts) = task.parts.take() {
@@ -481,6 +532,15 @@ where
         let mut i = 0;
         while i < self.tasks.len() {
             let task = &mut self.tasks[i];
+            if let Some(session) = &mut task.session {
+                if session.poll() {
+                    // Over: `pump` ends or resets its stream.
+                    task.session = None;
+                    finished = true;
+                }
+                i += 1;
+                continue;
+            }
             let Some((fut, waker)) = &mut task.handler else {
                 i += 1;
                 continue;
@@ -718,25 +778,13 @@ impl<F> Task<F> {
             handler: None,
             inbox: None,
             parts: None,
-            is_head: false,
+            kind: RequestKind::Other,
             out: Outgoing::Done,
+            session: None,
             drained: 0,
             drain_deadline: None,
             stalled_since: None,
         }
-    }
-}
-
-/// The state machine's settings from [`Config`].
-fn settings(config: &Config) -> Settings {
-    Settings {
-        max_concurrent_streams: config.h2_max_concurrent_streams,
-        initial_window_size: config.h2_initial_stream_window,
-        connection_window_size: config.h2_initial_connection_window,
-        max_header_list_size: config.h2_max_header_list_size,
-        max_frame_size: config.h2_max_frame_size,
-        max_control_frames: config.h2_max_control_frames,
-        max_reset_streams: config.h2_max_reset_streams,
     }
 }
 
@@ -754,104 +802,4 @@ pub(crate) fn poll_handler<F: Future<Output = Response>>(
 
 pub(crate) fn internal_error() -> Response {
     Error::new(StatusCode::INTERNAL_SERVER_ERROR, "internal server error").into_response()
-}
-
-/// Builds volt's [`Request`] from a decoded head: the head's buffer is copied into a pooled
-/// [`Parts`] as an HTTP/1 head would be, the target being `:path` (`:authority` for CONNECT).
-fn to_request(
-    head: &Head,
-    inbox: Option<Rc<RefCell<Inbox>>>,
-    remote: SocketAddr,
-    config: &Config,
-) -> Result<(Request, Rc<Parts>), Error> {
-    let parts = head_parts(head, Version::HTTP_2, remote, config)?;
-    let body = match inbox {
-        None => RequestBody::empty(),
-        Some(inbox) => RequestBody::h2(H2Body {
-            inbox,
-            received: 0,
-            max: config.max_body_bytes,
-            timeout: config.body_read_timeout,
-        }),
-    };
-    Ok((Request::from_parts(parts.clone(), body), parts))
-}
-
-/// A request's head from a decoded HTTP/2 or HTTP/3 head (the two share [`Head`]), checked
-/// against `config`'s limits (431, 414, 413 for a declared length) and HTTP/1's rules for
-/// the target (400).
-pub(crate) fn head_parts(
-    head: &Head,
-    version: Version,
-    remote: SocketAddr,
-    config: &Config,
-) -> Result<Rc<Parts>, Error> {
-    if head.oversized || head.fields.len() > config.max_headers {
-        return Err(Error::new(
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            "request header fields too large",
-        ));
-    }
-    let method = Method::from_bytes(head.get(head.method))
-        .map_err(|_| Error::bad_request("invalid method"))?;
-    let target = match head.authority {
-        Some(authority) if method == Method::CONNECT => authority,
-        _ => head.path,
-    };
-    if !target_ok(&method, head.get(target)) {
-        return Err(Error::bad_request("invalid request target"));
-    }
-    if (target.end - target.start) as usize > config.max_uri_bytes {
-        return Err(Error::new(
-            StatusCode::URI_TOO_LONG,
-            format!("request target over {} bytes", config.max_uri_bytes),
-        ));
-    }
-    if let Some(n) = head.content_length.filter(|&n| n > config.max_body_bytes) {
-        return Err(Error::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "request body of {n} bytes is over the limit of {}",
-                config.max_body_bytes
-            ),
-        ));
-    }
-    let mut parts = take_parts();
-    let p = Rc::get_mut(&mut parts).expect("a pooled head is unique");
-    p.parsed = RequestHead {
-        method,
-        version,
-        target,
-        headers: head.fields.clone(),
-        head_len: head.buf.len(),
-        body: volt_proto::BodyKind::Empty,
-        keep_alive: true,
-        expect_continue: false,
-    };
-    p.finish(&head.buf, Some(remote));
-    Ok(parts)
-}
-
-/// Whether `target` (`:path`, `:authority` for CONNECT) is one HTTP/1's parser would admit:
-/// visible ASCII without a `#` (HPACK carries any byte), and a `:path` in the origin form, or
-/// `*` for OPTIONS (RFC 9113 §8.3.1). The router and [`Request`] rely on that.
-fn target_ok(method: &Method, target: &[u8]) -> bool {
-    let form = *method == Method::CONNECT
-        || target.starts_with(b"/")
-        || (target == b"*" && *method == Method::OPTIONS);
-    form && target.iter().all(|&b| b.is_ascii_graphic() && b != b'#')
-}
-
-/// Trailer fields as a [`HeaderMap`] (fields that are not valid there are left out).
-pub(crate) fn header_map(head: &Head) -> HeaderMap {
-    let mut map = HeaderMap::new();
-    for f in &head.fields {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(head.get(f.name)),
-            HeaderValue::from_bytes(head.get(f.value)),
-        ) {
-            map.append(name, value);
-        }
-    }
-    map
 }

@@ -2,6 +2,7 @@
 //! connection windows allow ([`Outgoing`] is what is left of it), ended by trailers or an empty
 //! DATA frame with END_STREAM.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::rc::Rc;
 use std::task::{Context, Poll};
@@ -13,11 +14,14 @@ use http::StatusCode;
 use volt_proto::h2::frame::Reason;
 
 use crate::body::{BodyKind, BodyStream, Trailers};
-use crate::response::Response;
+use crate::response::{IntoResponse, Response};
 use crate::Request;
 
 use super::inbox::Continue;
-use super::{Driver, Phase, Task, FLUSH_AT};
+use super::tunnel::Outbox;
+use super::{Driver, Phase, RequestKind, Task, FLUSH_AT};
+use crate::ws::PendingUpgrade;
+use crate::Error;
 
 /// What is left of a response.
 pub(super) enum Outgoing {
@@ -36,6 +40,10 @@ pub(super) enum Outgoing {
         chunk: Bytes,
         trailers: Option<Trailers>,
     },
+    /// A WebSocket's 200 encoded: its session is to start (`Driver::start_tunnel`).
+    Upgrade(Box<PendingUpgrade>),
+    /// A WebSocket's stream: the session's bytes, sent as they come.
+    Tunnel(Rc<RefCell<Outbox>>),
     Done,
 }
 
@@ -50,10 +58,24 @@ where
             // A handler bug, answered as a panic is (500 on this stream).
             response = response.informational_as_final();
         }
+        let upgrade = matches!(response.body.kind, BodyKind::Upgrade(_));
+        if task.kind == RequestKind::WebSocket && response.status.is_success() && !upgrade {
+            // A 2xx would tell the client its WebSocket is open (RFC 8441 §5): a handler that
+            // did not take it (a GET route's, say, which the router lets answer) must not.
+            response = Error::new(StatusCode::NOT_IMPLEMENTED, "no WebSocket is served here")
+                .into_response();
+        }
         // `Connection: close` is not sent on HTTP/2 (§8.2.2), but it still ends the
         // connection: with a graceful GOAWAY once this response is out.
         let close = response.asks_to_close();
-        task.out = self.start_response(task.id, task.is_head, &mut response);
+        task.out = self.start_response(task.id, task.kind, &mut response);
+        if let Outgoing::Upgrade(_) = task.out {
+            let Outgoing::Upgrade(pending) = std::mem::replace(&mut task.out, Outgoing::Done)
+            else {
+                unreachable!("matched above")
+            };
+            self.start_tunnel(&mut task, pending);
+        }
         self.pump_task(&mut task, None);
         if close && self.phase == Phase::Serving {
             self.go_away();
@@ -67,23 +89,26 @@ where
     }
 
     /// Encodes the response head; returns what is left to send.
-    fn start_response(&mut self, id: u32, is_head: bool, response: &mut Response) -> Outgoing {
+    fn start_response(&mut self, id: u32, kind: RequestKind, response: &mut Response) -> Outgoing {
         let body = response.take_body();
         let status = response.status;
         let bodiless_status = status.is_informational()
             || status == StatusCode::NO_CONTENT
             || status == StatusCode::NOT_MODIFIED;
-        let no_body = is_head || bodiless_status;
+        let no_body = kind == RequestKind::Head || bodiless_status;
         // Trailers follow content: a response without any gets none, as on HTTP/1.
         let trailers = body.trailers.filter(|_| !no_body);
-        let length = body_len(&body.kind).filter(|_| !bodiless_status);
+        // RFC 9110 §9.3.6: no `content-length` in a 2xx to CONNECT (its stream is a tunnel).
+        let tunnel =
+            status.is_success() && matches!(kind, RequestKind::Connect | RequestKind::WebSocket);
+        let length = body_len(&body.kind).filter(|_| !bodiless_status && !tunnel);
         let (out, end_now) = match body.kind {
             BodyKind::Full(data) => {
                 let data = if no_body { Bytes::new() } else { data };
                 let end = data.is_empty() && trailers.is_none();
                 (Outgoing::Full { data, trailers }, end)
             }
-            // HTTP/2 has no upgrade (a 101 is answered 500 before this): an empty body.
+            // An upgrade anywhere else (a 101 is answered 500 before this): an empty body.
             BodyKind::Stream { .. } | BodyKind::Upgrade(_) if no_body => (
                 Outgoing::Full {
                     data: Bytes::new(),
@@ -91,6 +116,12 @@ where
                 },
                 true,
             ),
+            // A WebSocket's 200 (RFC 8441 §5): the stream stays open for its session.
+            BodyKind::Upgrade(pending)
+                if kind == RequestKind::WebSocket && status == StatusCode::OK =>
+            {
+                (Outgoing::Upgrade(pending), false)
+            }
             BodyKind::Upgrade(_) => (
                 Outgoing::Full {
                     data: Bytes::new(),
@@ -197,11 +228,22 @@ where
     fn pump_task(&mut self, task: &mut Task<F>, cx: Option<&mut Context<'_>>) {
         let id = task.id;
         if !self.conn.is_open(id) && !matches!(task.out, Outgoing::Waiting) {
+            if let Outgoing::Tunnel(outbox) = &task.out {
+                outbox.borrow_mut().reset();
+            }
             task.out = Outgoing::Done;
             return;
         }
+        if let Outgoing::Tunnel(outbox) = &task.out {
+            let outbox = outbox.clone();
+            if self.pump_tunnel(task, &outbox) {
+                task.out = Outgoing::Done;
+            }
+            return;
+        }
         match &mut task.out {
-            Outgoing::Waiting | Outgoing::Done => {}
+            Outgoing::Waiting | Outgoing::Done | Outgoing::Tunnel(_) => {}
+            Outgoing::Upgrade(_) => unreachable!("the session starts as it is encoded"),
             Outgoing::Full { data, trailers } => {
                 let n = self.send_some(id, data, trailers.is_none());
                 data.advance(n);
@@ -260,7 +302,13 @@ where
     /// connection's (`window_since`) while the connection's is. A stream that only waits its
     /// turn for the connection's window is not stalled: a client reading several large
     /// responses at once keeps them all.
-    fn note_sent(&mut self, id: u32, stalled_since: &mut Option<Instant>, n: usize, left: bool) {
+    pub(super) fn note_sent(
+        &mut self,
+        id: u32,
+        stalled_since: &mut Option<Instant>,
+        n: usize,
+        left: bool,
+    ) {
         let shut = left && self.conn.stream_window_shut(id);
         *stalled_since = stalled(*stalled_since, n, shut);
         self.window_sent += n;
@@ -270,7 +318,7 @@ where
     /// Sends what the windows allow of `data`, but no more than fills the output to its mark:
     /// a large body is not copied whole into the output under a large client window. `end`
     /// ends the stream with the last byte of `data`.
-    fn send_some(&mut self, id: u32, data: &[u8], end: bool) -> usize {
+    pub(super) fn send_some(&mut self, id: u32, data: &[u8], end: bool) -> usize {
         let room = FLUSH_AT.saturating_sub(self.out.len());
         let part = &data[..data.len().min(room)];
         self.conn

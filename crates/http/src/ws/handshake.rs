@@ -13,6 +13,7 @@ use volt_proto::ws::DeflateConfig;
 
 use super::{PendingUpgrade, WebSocket};
 use crate::body::{Body, BodyKind};
+use crate::request::ConnectProtocol;
 use crate::{Error, Request, Response};
 
 /// §1.3: appended to the client's key before hashing.
@@ -25,7 +26,8 @@ const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
 /// it with [`WebSocketUpgrade::on_upgrade`].
 #[derive(Debug)]
 pub struct WebSocketUpgrade {
-    accept: HeaderValue,
+    /// `Sec-WebSocket-Accept`, on HTTP/1.1 (HTTP/2 has none).
+    accept: Option<HeaderValue>,
     /// The subprotocols the client offered, in its order.
     offered: Vec<String>,
     /// The values of the client's `Sec-WebSocket-Extensions` fields, in order.
@@ -44,12 +46,14 @@ pub(crate) struct Options {
 }
 
 impl Request {
-    /// Checks that this request opens a WebSocket (RFC 6455 §4.2.1): an HTTP/1.1 `GET` with
+    /// Checks that this request opens a WebSocket: on HTTP/1.1 (RFC 6455 §4.2.1), a `GET` with
     /// no body, `Upgrade: websocket`, `Connection: upgrade` (each a token, in any case, maybe
     /// in a list), `Sec-WebSocket-Version: 13` and a `Sec-WebSocket-Key` of 16 bytes in
-    /// base64. A bad handshake answers 400 naming what is wrong, another version 426 with
-    /// `Sec-WebSocket-Version: 13` (§4.4). HTTP/2 has no WebSocket here (RFC 8441 is not
-    /// supported): its requests answer 400 too.
+    /// base64; on HTTP/2 (RFC 8441 §5), an extended CONNECT with `:protocol websocket`,
+    /// `:scheme` `http` or `https`, a stream left open for the messages, and
+    /// `Sec-WebSocket-Version: 13` (no key: HTTP/2 does without one). A bad handshake answers
+    /// 400 naming what is wrong, another version 426 with `Sec-WebSocket-Version: 13` (§4.4).
+    /// Other versions of HTTP answer 400.
     ///
     /// ```no_run
     /// use volt_http::{Error, Request, Response};
@@ -64,49 +68,17 @@ impl Request {
     /// }
     /// ```
     pub fn websocket(&self) -> Result<WebSocketUpgrade, Error> {
-        let bad = |why: &str| {
-            Err(Error::bad_request(format!(
-                "bad WebSocket handshake: {why}"
-            )))
-        };
-        if self.version() != Version::HTTP_11 {
-            return bad("WebSocket needs HTTP/1.1");
-        }
-        if self.method() != Method::GET {
-            return bad("the method must be GET");
-        }
-        if !self.body_is_empty() {
-            return bad("the request has a body");
-        }
-        if !self.lists_token("upgrade", "websocket") {
-            return bad("no `Upgrade: websocket`");
-        }
-        if !self.lists_token("connection", "upgrade") {
-            return bad("no `Connection: upgrade`");
-        }
-        let version = self.single("sec-websocket-version");
-        match version {
-            Err(()) => return bad("more than one `Sec-WebSocket-Version`"),
-            Ok(None) => return bad("no `Sec-WebSocket-Version`"),
-            Ok(Some(b"13")) => {}
-            Ok(Some(_)) => {
-                let e = Error::new(
-                    StatusCode::UPGRADE_REQUIRED,
-                    "unsupported WebSocket version (13 is)",
-                );
-                let name = header::SEC_WEBSOCKET_VERSION;
-                return Err(e.with_header(name, HeaderValue::from_static("13")));
+        let accept = match self.version() {
+            Version::HTTP_11 => Some(self.http1_handshake()?),
+            Version::HTTP_2 if self.protocol().is_some() => {
+                self.http2_handshake()?;
+                None
             }
-        }
-        let key = match self.single("sec-websocket-key") {
-            Ok(Some(key)) => key,
-            Ok(None) => return bad("no `Sec-WebSocket-Key`"),
-            Err(()) => return bad("more than one `Sec-WebSocket-Key`"),
+            Version::HTTP_2 => {
+                return Err(bad("on HTTP/2, a WebSocket opens with an extended CONNECT"))
+            }
+            _ => return Err(bad("WebSocket needs HTTP/1.1 or HTTP/2")),
         };
-        // §4.1: the key is 16 random bytes, base64-encoded (so 24 characters).
-        if !BASE64.decode(key).is_ok_and(|k| k.len() == 16) {
-            return bad("`Sec-WebSocket-Key` is not 16 bytes in base64");
-        }
         let offered = self
             .headers()
             .filter(|(name, _)| name.eq_ignore_ascii_case("sec-websocket-protocol"))
@@ -120,7 +92,7 @@ impl Request {
             .map(|(_, value)| value.to_vec())
             .collect();
         Ok(WebSocketUpgrade {
-            accept: accept_key(key),
+            accept,
             offered,
             extensions,
             options: Options {
@@ -130,6 +102,70 @@ impl Request {
                 deflate: None,
             },
         })
+    }
+
+    /// RFC 6455 §4.2.1's checks; the `Sec-WebSocket-Accept` to answer with.
+    fn http1_handshake(&self) -> Result<HeaderValue, Error> {
+        if self.method() != Method::GET {
+            return Err(bad("the method must be GET"));
+        }
+        if !self.body_is_empty() {
+            return Err(bad("the request has a body"));
+        }
+        if !self.lists_token("upgrade", "websocket") {
+            return Err(bad("no `Upgrade: websocket`"));
+        }
+        if !self.lists_token("connection", "upgrade") {
+            return Err(bad("no `Connection: upgrade`"));
+        }
+        self.check_version()?;
+        let key = match self.single("sec-websocket-key") {
+            Ok(Some(key)) => key,
+            Ok(None) => return Err(bad("no `Sec-WebSocket-Key`")),
+            Err(()) => return Err(bad("more than one `Sec-WebSocket-Key`")),
+        };
+        // §4.1: the key is 16 random bytes, base64-encoded (so 24 characters).
+        if !BASE64.decode(key).is_ok_and(|k| k.len() == 16) {
+            return Err(bad("`Sec-WebSocket-Key` is not 16 bytes in base64"));
+        }
+        Ok(accept_key(key))
+    }
+
+    /// RFC 8441 §4-5's checks. The codec made sure of the rest: `:protocol` only on CONNECT,
+    /// with `:scheme` and `:path`; no `Connection` or `Upgrade` (connection-specific fields
+    /// make an HTTP/2 request malformed). A `Sec-WebSocket-Key` is not looked at (§5: its
+    /// work is done by `:protocol`), and no `Sec-WebSocket-Accept` answers it.
+    fn http2_handshake(&self) -> Result<(), Error> {
+        if !is_extended_connect(self) {
+            return Err(bad("`:protocol` is not `websocket`"));
+        }
+        let scheme = self.extension::<ConnectProtocol>().map(|p| &*p.scheme);
+        if !matches!(scheme, Some("http" | "https")) {
+            return Err(bad("`:scheme` is neither `http` nor `https`"));
+        }
+        // The messages travel in the stream's DATA: a request that ended the stream has no
+        // way to send any.
+        if self.body_is_empty() {
+            return Err(bad("the request ended its stream"));
+        }
+        self.check_version()
+    }
+
+    /// `Sec-WebSocket-Version: 13`, once: 426 naming 13 for another version (§4.4).
+    fn check_version(&self) -> Result<(), Error> {
+        match self.single("sec-websocket-version") {
+            Err(()) => Err(bad("more than one `Sec-WebSocket-Version`")),
+            Ok(None) => Err(bad("no `Sec-WebSocket-Version`")),
+            Ok(Some(b"13")) => Ok(()),
+            Ok(Some(_)) => {
+                let e = Error::new(
+                    StatusCode::UPGRADE_REQUIRED,
+                    "unsupported WebSocket version (13 is)",
+                );
+                let name = header::SEC_WEBSOCKET_VERSION;
+                Err(e.with_header(name, HeaderValue::from_static("13")))
+            }
+        }
     }
 
     /// Whether any `name` field lists `token` (case-insensitive, comma-separated).
@@ -152,6 +188,20 @@ impl Request {
             None => Ok(first),
         }
     }
+}
+
+fn bad(why: &str) -> Error {
+    Error::bad_request(format!("bad WebSocket handshake: {why}"))
+}
+
+/// Whether `req` is HTTP/2's WebSocket handshake (RFC 8441 §5): an extended CONNECT with
+/// `:protocol websocket` (a token: any case, as HTTP/1's `Upgrade: websocket`).
+pub(crate) fn is_extended_connect(req: &Request) -> bool {
+    *req.method() == Method::CONNECT
+        && req.version() == Version::HTTP_2
+        && req
+            .protocol()
+            .is_some_and(|p| p.eq_ignore_ascii_case("websocket"))
 }
 
 /// `Sec-WebSocket-Accept` for `key` (§4.2.2): base64 of SHA-1 of the key and the GUID.
@@ -206,18 +256,28 @@ impl WebSocketUpgrade {
         self
     }
 
-    /// The 101 that accepts the handshake; once it is written, the connection stops being
-    /// HTTP and `session` runs on it. When `session` returns, the connection is closed (close
-    /// code 1000 for `Ok`, 1011 for `Err` or a panic) if it is not already.
+    /// The answer that accepts the handshake: on HTTP/1.1 a 101, once written the connection
+    /// stops being HTTP and `session` runs on it; on HTTP/2 a 200 (RFC 8441 §5), then
+    /// `session` runs on the stream's DATA frames, beside the connection's other streams. When
+    /// `session` returns, the WebSocket is closed (close code 1000 for `Ok`, 1011 for `Err` or
+    /// a panic) if it is not already, and so is its connection or stream.
     pub fn on_upgrade<F, Fut>(self, session: F) -> Response
     where
         F: FnOnce(WebSocket) -> Fut + 'static,
         Fut: Future<Output = io::Result<()>> + 'static,
     {
-        let mut response = Response::new(StatusCode::SWITCHING_PROTOCOLS);
-        response.append_header(header::UPGRADE, HeaderValue::from_static("websocket"));
-        response.append_header(header::CONNECTION, HeaderValue::from_static("Upgrade"));
-        response.append_header(header::SEC_WEBSOCKET_ACCEPT, self.accept);
+        let mut response = match self.accept {
+            Some(accept) => {
+                let mut response = Response::new(StatusCode::SWITCHING_PROTOCOLS);
+                let upgrade = HeaderValue::from_static("websocket");
+                response.append_header(header::UPGRADE, upgrade);
+                let connection = HeaderValue::from_static("Upgrade");
+                response.append_header(header::CONNECTION, connection);
+                response.append_header(header::SEC_WEBSOCKET_ACCEPT, accept);
+                response
+            }
+            None => Response::new(StatusCode::OK),
+        };
         if let Some(p) = &self.options.protocol {
             let value = HeaderValue::from_str(p).expect("a subprotocol the client sent");
             response.append_header(header::SEC_WEBSOCKET_PROTOCOL, value);

@@ -1,6 +1,6 @@
 //! What a WebSocket session runs on, at either end: the server's transport (a connection the
-//! HTTP/1 side gave up) or a connection the client opened for it; and the client's masking
-//! keys.
+//! HTTP/1 side gave up), an HTTP/2 stream of the server's (RFC 8441), or a connection the
+//! client opened for it; and the client's masking keys.
 
 use std::cell::RefCell;
 use std::io;
@@ -11,11 +11,14 @@ use bytes::BytesMut;
 use tokio::io::AsyncWrite;
 
 use crate::client::conn::Stream;
+use crate::h2::StreamLink;
 use crate::transport::Transport;
 
 /// The byte stream under a session. Every borrow of the client's stream lasts one poll.
 pub(crate) enum Link {
     Server(Transport),
+    /// A stream of the server's HTTP/2 connection: its DATA frames both ways.
+    H2(StreamLink),
     Client(RefCell<Stream>),
 }
 
@@ -28,6 +31,7 @@ impl Link {
     ) -> Poll<io::Result<usize>> {
         match self {
             Link::Server(t) => t.poll_read_bytes(cx, buf),
+            Link::H2(l) => l.poll_read_bytes(cx, buf),
             Link::Client(s) => {
                 tokio_util::io::poll_read_buf(Pin::new(&mut *s.borrow_mut()), cx, buf)
             }
@@ -42,7 +46,7 @@ impl Link {
     ) -> Poll<io::Result<usize>> {
         match self {
             Link::Server(t) => t.poll_read_raw(cx, buf),
-            Link::Client(_) => self.poll_read_bytes(cx, buf),
+            Link::H2(_) | Link::Client(_) => self.poll_read_bytes(cx, buf),
         }
     }
 
@@ -50,6 +54,7 @@ impl Link {
     pub(super) fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         match self {
             Link::Server(t) => t.poll_write(cx, buf),
+            Link::H2(l) => l.poll_write(cx, buf),
             Link::Client(s) => Pin::new(&mut *s.borrow_mut()).poll_write(cx, buf),
         }
     }
@@ -57,14 +62,16 @@ impl Link {
     pub(super) fn poll_flush(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Link::Server(t) => t.poll_flush(cx),
+            Link::H2(l) => l.poll_flush(cx),
             Link::Client(s) => Pin::new(&mut *s.borrow_mut()).poll_flush(cx),
         }
     }
 
-    /// Shuts the write side (over TLS after `close_notify`).
+    /// Shuts the write side (over TLS after `close_notify`; on an HTTP/2 stream, END_STREAM).
     pub(super) fn poll_shutdown(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Link::Server(t) => t.poll_shutdown(cx),
+            Link::H2(l) => l.poll_shutdown(cx),
             Link::Client(s) => Pin::new(&mut *s.borrow_mut()).poll_shutdown(cx),
         }
     }

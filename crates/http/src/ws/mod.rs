@@ -1,11 +1,14 @@
-//! WebSocket (RFC 6455) on the server's HTTP/1.1 connections: the handshake
-//! ([`Request::websocket`](crate::Request::websocket), [`WebSocketUpgrade`]) and the session
-//! ([`WebSocket`], which the client's WebSockets are too), over volt-proto's sans-I/O frame
-//! codec (`volt_proto::ws`), with permessage-deflate (RFC 7692) if both ends agree.
+//! WebSocket (RFC 6455) on the server's HTTP/1.1 connections and HTTP/2 streams (RFC 8441):
+//! the handshake ([`Request::websocket`](crate::Request::websocket), [`WebSocketUpgrade`])
+//! and the session ([`WebSocket`], which the client's WebSockets are too), over volt-proto's
+//! sans-I/O frame codec (`volt_proto::ws`), with permessage-deflate (RFC 7692) if both ends
+//! agree.
 //!
-//! The connection writes the 101, then hands its transport (plain TCP or TLS) and the bytes it
-//! read past the request head to [`run`], which runs the handler's session on them in the
-//! connection's own task, then closes.
+//! On HTTP/1.1 the connection writes the 101, then hands its transport (plain TCP or TLS) and
+//! the bytes it read past the request head to [`run`], which runs the handler's session on
+//! them in the connection's own task, then closes. On HTTP/2 the 200 leaves the stream open,
+//! and [`run`] runs the session on a link over that stream's DATA frames (`crate::h2`), in the
+//! connection's task too.
 
 mod handshake;
 pub(crate) mod link;
@@ -20,13 +23,12 @@ use std::task::Poll;
 
 use bytes::{Bytes, BytesMut};
 
-pub(crate) use handshake::accept_key;
 pub use handshake::WebSocketUpgrade;
+pub(crate) use handshake::{accept_key, is_extended_connect};
 pub(crate) use socket::Settings;
 pub use socket::WebSocket;
 
 use crate::server::Worker;
-use crate::transport::Transport;
 
 /// A WebSocket message.
 ///
@@ -83,11 +85,11 @@ pub(crate) struct PendingUpgrade {
     start: Box<dyn FnOnce(WebSocket) -> Session>,
 }
 
-/// Runs the session of `upgrade` on a connection the HTTP/1 side gave up: its transport, and
-/// what it had read past the 101's request.
+/// Runs the session of `upgrade` on `link`: a connection the HTTP/1 side gave up (with
+/// what it had read past the 101's request in `read`), or an HTTP/2 stream.
 pub(crate) async fn run(
     upgrade: Box<PendingUpgrade>,
-    stream: Transport,
+    link: link::Link,
     read: BytesMut,
     worker: Rc<Worker>,
 ) {
@@ -107,7 +109,7 @@ pub(crate) async fn run(
         linger_timeout: config.linger_timeout,
         max_linger_bytes: config.max_linger_bytes,
     };
-    let ws = WebSocket::new(link::Link::Server(stream), read, Some(worker), settings);
+    let ws = WebSocket::new(link, read, Some(worker), settings);
     // The session owns the socket while it runs; it is shared with this function so that
     // the close handshake can finish after the session's future is gone.
     let shared = ws.share();

@@ -216,6 +216,8 @@ pub mod setting {
     pub const MAX_FRAME_SIZE: u16 = 0x5;
     /// The largest header list the sender accepts (advisory).
     pub const MAX_HEADER_LIST_SIZE: u16 = 0x6;
+    /// Whether the sender (a server) takes extended CONNECT (0 or 1, RFC 8441 §3).
+    pub const ENABLE_CONNECT_PROTOCOL: u16 = 0x8;
 }
 
 /// Appends a frame header for a payload of `len` bytes.

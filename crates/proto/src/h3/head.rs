@@ -98,7 +98,8 @@ fn decode(
     head: &mut Head,
     trailers: bool,
 ) -> Result<(), HeadError> {
-    let mut check = FieldCheck::new(head, trailers, max_field_section_size);
+    // Extended CONNECT (RFC 9220) is not offered in HTTP/3: `:protocol` stays unknown.
+    let mut check = FieldCheck::new(head, trailers, max_field_section_size, false);
     let decoded = decoder.decode(section, |field| {
         check.field(field.name, field.value);
         if check.oversized() {

@@ -82,6 +82,10 @@ pub struct Settings {
     pub max_control_frames: u32,
     /// Stream resets a client may cause in a burst (see the module docs).
     pub max_reset_streams: u32,
+    /// Take extended CONNECT (RFC 8441: a `:protocol` on a CONNECT, as WebSocket over HTTP/2
+    /// opens with) and say so in SETTINGS (`SETTINGS_ENABLE_CONNECT_PROTOCOL = 1`). Off, a
+    /// `:protocol` is an unknown pseudo-header: the request is malformed.
+    pub enable_connect_protocol: bool,
 }
 
 impl Default for Settings {
@@ -94,6 +98,7 @@ impl Default for Settings {
             max_header_list_size: 16 * 1024,
             max_control_frames: 1000,
             max_reset_streams: 200,
+            enable_connect_protocol: true,
         }
     }
 }
@@ -247,18 +252,19 @@ impl Connection {
     /// window's first WINDOW_UPDATE) are appended to `dst`, to send without waiting for the
     /// client's preface.
     pub fn new(settings: Settings, dst: &mut Vec<u8>) -> Connection {
-        frame::write_settings(
-            dst,
-            &[
-                (
-                    setting::MAX_CONCURRENT_STREAMS,
-                    settings.max_concurrent_streams,
-                ),
-                (setting::INITIAL_WINDOW_SIZE, settings.initial_window_size),
-                (setting::MAX_FRAME_SIZE, settings.max_frame_size),
-                (setting::MAX_HEADER_LIST_SIZE, settings.max_header_list_size),
-            ],
-        );
+        let ours = [
+            (
+                setting::MAX_CONCURRENT_STREAMS,
+                settings.max_concurrent_streams,
+            ),
+            (setting::INITIAL_WINDOW_SIZE, settings.initial_window_size),
+            (setting::MAX_FRAME_SIZE, settings.max_frame_size),
+            (setting::MAX_HEADER_LIST_SIZE, settings.max_header_list_size),
+            (setting::ENABLE_CONNECT_PROTOCOL, 1),
+        ];
+        // The last one only if extended CONNECT is taken (RFC 8441 §3: 0 is the default).
+        let n = ours.len() - usize::from(!settings.enable_connect_protocol);
+        frame::write_settings(dst, &ours[..n]);
         let window = settings.connection_window_size.max(frame::DEFAULT_WINDOW);
         if window > frame::DEFAULT_WINDOW {
             frame::write_window_update(dst, 0, window - frame::DEFAULT_WINDOW);
@@ -440,7 +446,7 @@ mod tests {
         let _ = Connection::new(Settings::default(), &mut out);
         let f = frames(&out);
         assert_eq!(f[0].0.kind, Kind::Settings);
-        assert_eq!(f[0].1.len(), 24);
+        assert_eq!(f[0].1.len(), 30);
         assert_eq!(f[1].0.kind, Kind::WindowUpdate);
         assert_eq!(f[1].1, (1024 * 1024 - 65_535u32).to_be_bytes());
     }

@@ -173,6 +173,8 @@ impl Connection {
                 BlockUse::Discard(Some(Reason::STREAM_CLOSED))
             }
             Some(_) if !h.has(flags::END_STREAM) => BlockUse::Discard(Some(Reason::PROTOCOL_ERROR)),
+            // §8.5: a CONNECT stream takes DATA and stream management frames only.
+            Some(i) if self.streams[i].tunnel => BlockUse::Discard(Some(Reason::PROTOCOL_ERROR)),
             Some(_) => BlockUse::Trailers,
             None if id % 2 == 0 => {
                 return Err(conn_err(
@@ -305,6 +307,7 @@ impl Connection {
                     recv_window: i64::from(self.recv_initial_window),
                     content_length: self.head.content_length,
                     received: 0,
+                    tunnel: self.head.get(self.head.method) == b"CONNECT",
                 });
                 Ok(Some(Event::Request {
                     stream: id,
@@ -390,6 +393,14 @@ impl Connection {
                 setting::HEADER_TABLE_SIZE => self.encoder.set_max_table_size(value as usize),
                 setting::ENABLE_PUSH if value > 1 => {
                     return Err(conn_err(Reason::PROTOCOL_ERROR, "ENABLE_PUSH not 0 or 1"));
+                }
+                // RFC 8441 §3: "MUST be 0 or 1"; it names no error, so it is read as
+                // ENABLE_PUSH's rule (RFC 9113 §6.5.2). From a client it means nothing else.
+                setting::ENABLE_CONNECT_PROTOCOL if value > 1 => {
+                    return Err(conn_err(
+                        Reason::PROTOCOL_ERROR,
+                        "ENABLE_CONNECT_PROTOCOL not 0 or 1",
+                    ));
                 }
                 setting::INITIAL_WINDOW_SIZE => {
                     self.set_peer_initial_window(value)?;

@@ -26,6 +26,9 @@ pub(super) struct Stream {
     /// The request's `content-length`, checked against the DATA it sends.
     pub(super) content_length: Option<u64>,
     pub(super) received: u64,
+    /// Opened by a CONNECT (plain or extended): DATA carries the tunnel's bytes, and no
+    /// HEADERS may follow the request's (RFC 9113 §8.5).
+    pub(super) tunnel: bool,
 }
 
 impl Connection {
