@@ -37,6 +37,19 @@ fn app() -> Router {
                     .with_header("location", "/app/after")
             }),
         )
+        .route(
+            "/ws",
+            get(|req: Request| async move {
+                // The session's first message is the handshake's `Cookie`; its 101 sets one.
+                let cookie = req.header("cookie").unwrap_or("-").to_owned();
+                let upgrade = req.websocket()?.on_upgrade(|mut ws| async move {
+                    ws.send(cookie).await?;
+                    while ws.recv().await?.is_some() {}
+                    Ok(())
+                });
+                Ok::<_, volt_http::Error>(upgrade.with_header("set-cookie", "ws=1; Path=/"))
+            }),
+        )
         .route("/", get(echo))
         .route("/{*rest}", get(echo))
 }
@@ -327,5 +340,31 @@ fn cookies_over_https_and_http2_in_one_field() {
         let s = jar.cookies().into_iter().find(|c| c.name() == "s").unwrap();
         assert!(s.secure());
         assert_eq!(s.same_site(), Some(volt_http::SameSite::Strict));
+    });
+}
+
+/// A WebSocket handshake is a request like any other: it carries the jar's cookies (not the
+/// `Secure` ones over `ws:`), and its 101's `Set-Cookie` is stored.
+#[test]
+fn a_websocket_handshake_sends_and_stores_cookies() {
+    let server = common::start(app());
+    let base = |path: &str| url(server.addr(), path);
+    volt_rt::block_on(async {
+        let client = cookies_client();
+        let set = set_query(&["session=abc; Path=/", "secret=1; Path=/; Secure"]);
+        assert_eq!(get_text(&client, &base(&set)).await, "set");
+        let jar = client.cookie_jar().unwrap();
+        // Over plain http the Secure one is refused outright; put it in as if over https.
+        let https = format!("https://{}/", server.addr());
+        assert!(jar.set(&https, "secret=1; Path=/; Secure").unwrap());
+        let ws_url = format!("ws://{}/ws", server.addr());
+        let mut ws = client.websocket(&ws_url).connect().await.unwrap();
+        match ws.recv().await.unwrap() {
+            Some(volt_http::Message::Text(cookie)) => assert_eq!(cookie, "session=abc"),
+            other => panic!("{other:?}"),
+        }
+        ws.close(1000, "").await.unwrap();
+        // The 101's cookie comes back on the next request.
+        assert_eq!(get_text(&client, &base("/")).await, "session=abc; ws=1");
     });
 }

@@ -11,6 +11,7 @@
 //! wants to follow it. Following would have to carry the key, subprotocols and headers to an
 //! origin the caller did not name, which is the caller's decision to make.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 use std::io;
@@ -181,7 +182,7 @@ impl WebSocketBuilder {
         });
         let route = inner.proxied(&target.origin, true);
         let connecting = Conn::connect(
-            route.unwrap_or(target.route),
+            route.unwrap_or_else(|| target.route.clone()),
             tls,
             false,
             inner.connect_timeout,
@@ -210,7 +211,13 @@ impl WebSocketBuilder {
         if let Some(offer) = &offer {
             volt_proto::write_header(&mut head, b"sec-websocket-extensions", offer.as_bytes());
         }
-        for (name, value) in &self.headers {
+        // With a jar, the handshake carries its cookies as any request does (RFC 6455 §4.1:
+        // `Secure` ones only over wss).
+        let headers = match &inner.cookies {
+            Some(jar) => jar.request_headers(&self.headers, &target),
+            None => Cow::Borrowed(&self.headers),
+        };
+        for (name, value) in headers.iter() {
             volt_proto::write_header(&mut head, name.as_str().as_bytes(), value.as_bytes());
         }
         head.extend_from_slice(b"\r\n");
@@ -218,6 +225,10 @@ impl WebSocketBuilder {
         conn.write_all(&head, inner.timeout, &inner.limits).await?;
         let deadline = volt_rt::time::now() + inner.timeout;
         let (status, headers) = read_answer(&mut conn, inner, deadline).await?;
+        // The answer's `Set-Cookie`s are stored whatever it is, a 101 or a refusal.
+        if let Some(jar) = &inner.cookies {
+            jar.store_response(&target, &headers);
+        }
         let fail = |why: String| HandshakeError::new(status, headers.clone(), why);
         if status != StatusCode::SWITCHING_PROTOCOLS {
             let reason = status.canonical_reason().unwrap_or("");
