@@ -821,3 +821,46 @@ fn expect_100_continue_against_volt() {
         }
     });
 }
+
+/// On HTTP/2 as on HTTP/1: the body waits for volt's 100 (sent when the handler reads it), and
+/// a handler that answers without reading it gets no body at all: the stream that would carry
+/// it is never polled.
+#[test]
+fn expect_100_continue_over_http2_against_volt() {
+    let app = Router::new()
+        .route(
+            "/up",
+            post(|mut req: Request| async move { req.text().await }),
+        )
+        .route(
+            "/no",
+            post(|_req: Request| async { Response::new(StatusCode::FORBIDDEN) }),
+        );
+    let server = common::start(app);
+    let addr = server.addr();
+    volt_rt::block_on(async move {
+        let client = Client::builder().http2_prior_knowledge().build();
+        for (path, status, body) in [("/up", 200, "hello"), ("/no", 403, "")] {
+            let polled = std::rc::Rc::new(std::cell::Cell::new(false));
+            let flag = polled.clone();
+            let chunks = std::iter::once_with(move || {
+                flag.set(true);
+                Ok(Bytes::from_static(b"hello"))
+            });
+            let response = client
+                .post(&url(addr, path))
+                .header(
+                    HeaderName::from_static("expect"),
+                    HeaderValue::from_static("100-continue"),
+                )
+                .body(Body::stream(futures_stream(chunks)))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.version(), Version::HTTP_2, "{path}");
+            assert_eq!(response.status().as_u16(), status, "{path}");
+            assert_eq!(response.text().await.unwrap(), body, "{path}");
+            assert_eq!(polled.get(), path == "/up", "{path}: was the body sent?");
+        }
+    });
+}

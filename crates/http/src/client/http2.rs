@@ -17,7 +17,7 @@ use volt_proto::Limits;
 use volt_rt::time::{sleep_until, timeout};
 
 use super::conn::{invalid_input, timed_out, Stream};
-use super::Target;
+use super::{Target, CONTINUE_WAIT};
 use crate::body::{poll_next_caught, BodyKind};
 use crate::Body;
 
@@ -136,12 +136,16 @@ pub(super) async fn ready(
 }
 
 /// Sends a request on a stream of `send`, body and all, and waits for the response head.
+/// `expects` (the caller set `Expect: 100-continue`): the body waits, as on HTTP/1, for the
+/// server's 100, or [`CONTINUE_WAIT`] without a word; a final answer first is returned, and
+/// the body is never sent.
 pub(super) async fn exchange(
     mut send: SendRequest<Bytes>,
     method: Method,
     target: &Target,
     mut headers: HeaderMap,
     body: Body,
+    expects: bool,
     wait: Duration,
 ) -> io::Result<http::Response<h2::RecvStream>> {
     let scheme = if target.origin.https { "https" } else { "http" };
@@ -164,6 +168,13 @@ pub(super) async fn exchange(
     *request.headers_mut() = headers;
     let end = body.is_empty() && body.trailers.is_none();
     let (mut response, stream) = send.send_request(request, end).map_err(io_error)?;
+    if !end && expects {
+        if let Ok(Some(answer)) = timeout(CONTINUE_WAIT, continue_or_answer(&mut response)).await {
+            // The stream's send side is dropped unfinished: once the caller drops the
+            // response too, h2 resets the stream (CANCEL), telling the server no body comes.
+            return answer.map_err(io_error);
+        }
+    }
     if !end {
         let mut sending = Box::pin(send_body(stream, body, wait));
         let first = poll_fn(|cx| match sending.as_mut().poll(cx) {
@@ -195,6 +206,27 @@ pub(super) async fn exchange(
     response
         .map_err(|_| timed_out("waiting for the response"))?
         .map_err(io_error)
+}
+
+/// Waits for the server's word on a request that expects 100 (Continue): `None` once a 100
+/// came, the final answer if it came first (RFC 9110 §10.1.1). Other interim answers are
+/// passed over.
+async fn continue_or_answer(
+    response: &mut h2::client::ResponseFuture,
+) -> Option<Result<http::Response<h2::RecvStream>, h2::Error>> {
+    poll_fn(|cx| {
+        while let Poll::Ready(Some(interim)) = response.poll_informational(cx) {
+            match interim {
+                Ok(interim) if interim.status() == http::StatusCode::CONTINUE => {
+                    return Poll::Ready(None)
+                }
+                Ok(_) => {}
+                Err(e) => return Poll::Ready(Some(Err(e))),
+            }
+        }
+        Pin::new(&mut *response).poll(cx).map(Some)
+    })
+    .await
 }
 
 /// What happened first while a request body was going out.

@@ -631,8 +631,15 @@ async fn send_once(
                     None => std::mem::replace(&mut body, Body::empty()),
                 };
                 let (method, headers) = (method.clone(), headers.clone());
-                let exchange =
-                    http2::exchange(send, method, target, headers, this_body, inner.timeout);
+                let exchange = http2::exchange(
+                    send,
+                    method,
+                    target,
+                    headers,
+                    this_body,
+                    expects,
+                    inner.timeout,
+                );
                 match exchange.await {
                     Ok(response) => {
                         return Ok(ClientResponse::from_h2(response, claim, inner.clone()))
