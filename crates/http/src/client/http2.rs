@@ -331,7 +331,7 @@ pub(super) fn is_refused(e: &io::Error) -> bool {
 
 /// An `h2` error as an `io::Error`: the socket's own error if it is one, else `InvalidData`
 /// for a protocol error and `ConnectionReset` for a stream or connection the server ended.
-fn io_error(e: h2::Error) -> io::Error {
+pub(super) fn io_error(e: h2::Error) -> io::Error {
     if e.is_io() {
         return e.into_io().expect("an I/O error");
     }
@@ -345,4 +345,79 @@ fn io_error(e: h2::Error) -> io::Error {
         _ => io::ErrorKind::Other,
     };
     io::Error::new(kind, e)
+}
+
+/// A WebSocket's stream at the client over HTTP/2 (RFC 8441): its DATA frames both ways. The
+/// server's window is given back as the session reads, so a session that stops reading stops
+/// the server at one stream window; writes go out as the server's windows allow, so a server
+/// that stops reading stops the session's writes. Shutting the write side ends the stream.
+pub(crate) struct H2Tunnel {
+    send: h2::SendStream<Bytes>,
+    recv: h2::RecvStream,
+    /// The stream's place in its connection's count, given back when the session ends.
+    _claim: OnStream,
+}
+
+impl H2Tunnel {
+    pub(super) fn new(send: h2::SendStream<Bytes>, recv: h2::RecvStream, claim: OnStream) -> Self {
+        H2Tunnel {
+            send,
+            recv,
+            _claim: claim,
+        }
+    }
+
+    /// Appends the next DATA frame's bytes to `buf`; `Ok(0)` once the server ended the stream.
+    pub(crate) fn poll_read_bytes(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut bytes::BytesMut,
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            return match std::task::ready!(self.recv.poll_data(cx)) {
+                // An empty DATA frame is no end of stream.
+                Some(Ok(data)) if data.is_empty() => continue,
+                Some(Ok(data)) => {
+                    let _ = self.recv.flow_control().release_capacity(data.len());
+                    buf.extend_from_slice(&data);
+                    Poll::Ready(Ok(data.len()))
+                }
+                Some(Err(e)) => Poll::Ready(Err(io_error(e))),
+                None => Poll::Ready(Ok(0)),
+            };
+        }
+    }
+
+    /// Sends as much of `buf` as the windows allow now, waiting for room if there is none.
+    pub(crate) fn poll_write(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        self.send.reserve_capacity(buf.len().min(MAX_PIECE));
+        loop {
+            let room = self.send.capacity().min(buf.len());
+            if room > 0 {
+                let data = Bytes::copy_from_slice(&buf[..room]);
+                self.send.send_data(data, false).map_err(io_error)?;
+                return Poll::Ready(Ok(room));
+            }
+            match std::task::ready!(self.send.poll_capacity(cx)) {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Poll::Ready(Err(io_error(e))),
+                None => {
+                    let e = "the server closed the WebSocket's stream";
+                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::ConnectionReset, e)));
+                }
+            }
+        }
+    }
+
+    /// Ends the stream (END_STREAM): the session sent its last frame.
+    pub(crate) fn shutdown(&mut self) -> io::Result<()> {
+        self.send.send_data(Bytes::new(), true).map_err(io_error)
+    }
 }

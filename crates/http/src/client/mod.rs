@@ -46,7 +46,7 @@ mod builder;
 pub(crate) mod conn;
 mod cookie;
 mod decode;
-mod http2;
+pub(crate) mod http2;
 mod proxy;
 mod redirect;
 mod response;

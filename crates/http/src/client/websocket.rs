@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
-use bytes::Buf;
+use bytes::{Buf, BytesMut};
 use http::header::{
     CONNECTION, CONTENT_LENGTH, HOST, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_EXTENSIONS,
     SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL, SEC_WEBSOCKET_VERSION, TRANSFER_ENCODING, UPGRADE,
@@ -29,7 +29,8 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version};
 use volt_proto::ws::{DeflateConfig, DeflateParams, Role};
 
 use super::conn::{invalid_data, invalid_input, timed_out, Conn, Connected};
-use super::{Client, Target};
+use super::http2::{self, H2Tunnel};
+use super::{Checkout, Client, Target, CONTINUE_WAIT};
 use crate::ws::link::{random, Link};
 use crate::ws::{Settings, WebSocket};
 
@@ -76,6 +77,7 @@ impl Client {
             max_message: DEFAULT_MAX_MESSAGE,
             idle_timeout: None,
             deflate: Some(DeflateConfig::default()),
+            http2: false,
         }
     }
 }
@@ -91,6 +93,8 @@ pub struct WebSocketBuilder {
     max_message: usize,
     idle_timeout: Option<Duration>,
     deflate: Option<DeflateConfig>,
+    /// RFC 8441: on a stream of the client's HTTP/2 connection.
+    http2: bool,
 }
 
 impl WebSocketBuilder {
@@ -158,6 +162,18 @@ impl WebSocketBuilder {
         self
     }
 
+    /// Runs the WebSocket on a stream of the client's HTTP/2 connection to the server (RFC
+    /// 8441), shared with its other requests, instead of on a connection of its own: an
+    /// extended `CONNECT` with `:protocol websocket`, answered 200. The connection is the one
+    /// the client would use for a request to the URL: over TLS the server must choose h2 by
+    /// ALPN, and a `ws:` URL needs [`ClientBuilder::http2_prior_knowledge`]
+    /// (super::ClientBuilder::http2_prior_knowledge). The server must have announced
+    /// `SETTINGS_ENABLE_CONNECT_PROTOCOL`; a connection that has not within 1 s fails.
+    pub fn http2(mut self) -> Self {
+        self.http2 = true;
+        self
+    }
+
     /// Opens a new connection (within `ClientBuilder::connect_timeout`), sends the handshake
     /// and checks the answer (within `ClientBuilder::timeout`), as RFC 6455 §4.1 asks: a 101,
     /// `Upgrade: websocket`, `Connection: upgrade`, the `Sec-WebSocket-Accept` the key calls
@@ -170,8 +186,11 @@ impl WebSocketBuilder {
     /// `Other` for an answer other than 101 (its status and header fields kept) and of kind
     /// `InvalidData` for a 101 that breaks §4.1; `InvalidData` for a malformed answer;
     /// `UnexpectedEof` if the server closed without answering.
-    pub async fn connect(self) -> io::Result<WebSocket> {
-        let target = self.target?;
+    pub async fn connect(mut self) -> io::Result<WebSocket> {
+        let target = std::mem::replace(&mut self.target, Err(invalid_input("taken")))?;
+        if self.http2 {
+            return self.connect_h2(target).await;
+        }
         let inner = &self.client.inner;
         let key = BASE64.encode(random::<16>());
         let tls = target.origin.https.then(|| {
@@ -238,21 +257,107 @@ impl WebSocketBuilder {
         let checked = check_101(&headers, &key, &self.protocols, self.deflate.as_ref());
         let (protocol, deflate) = checked
             .map_err(|why| io::Error::new(io::ErrorKind::InvalidData, fail(why.to_string())))?;
+        let settings = self.settings((protocol, deflate));
+        // What came after the 101 (the server's first frames) starts the session's buffer.
+        let (stream, read) = conn.into_parts();
+        let link = Link::Client(RefCell::new(stream));
+        Ok(WebSocket::new(link, read, None, settings))
+    }
+
+    /// The session's settings, once the handshake agreed on a subprotocol and deflate.
+    fn settings(&self, (protocol, deflate): Agreed) -> Settings {
         let level = self.deflate.map_or(0, |c| c.compression_level());
-        let settings = Settings {
+        Settings {
             role: Role::Client,
             max_message: self.max_message,
             idle_timeout: self.idle_timeout,
             protocol,
             deflate: deflate.map(|params| (params, level)),
-            write_timeout: inner.timeout,
+            write_timeout: self.client.inner.timeout,
             linger_timeout: LINGER,
             max_linger_bytes: MAX_LINGER_BYTES,
+        }
+    }
+
+    /// The handshake and session of [`http2`](WebSocketBuilder::http2): RFC 8441 §4–5.
+    async fn connect_h2(self, target: Target) -> io::Result<WebSocket> {
+        let inner = &self.client.inner;
+        let route = inner.proxied(&target.origin, true);
+        let (send, claim) = match inner
+            .checkout(route.as_ref().unwrap_or(&target.route))
+            .await?
+        {
+            (Checkout::H2(send, claim), _) => (send, claim),
+            (Checkout::H1(_), _) => {
+                let e = "the server did not choose HTTP/2 (over TLS by ALPN; a ws: URL needs \
+                         ClientBuilder::http2_prior_knowledge)";
+                return Err(invalid_data(e));
+            }
         };
-        // What came after the 101 (the server's first frames) starts the session's buffer.
-        let (stream, read) = conn.into_parts();
-        let link = Link::Client(RefCell::new(stream));
-        Ok(WebSocket::new(link, read, None, settings))
+        let mut send = http2::ready(send, inner.timeout).await?;
+        // §3: `:protocol` only once the server said it takes it; a new connection's SETTINGS
+        // may still be on their way.
+        let deadline = volt_rt::time::now() + CONTINUE_WAIT;
+        while !send.is_extended_connect_protocol_enabled() {
+            if volt_rt::time::now() >= deadline {
+                let e = "the server does not take WebSockets over HTTP/2 (no \
+                         SETTINGS_ENABLE_CONNECT_PROTOCOL)";
+                return Err(invalid_data(e));
+            }
+            volt_rt::time::sleep(Duration::from_millis(1)).await;
+        }
+        let scheme = if target.origin.https { "https" } else { "http" };
+        let uri: http::Uri = format!("{scheme}://{}{}", target.authority, target.path)
+            .parse()
+            .map_err(|e| invalid_input(format!("the URL as HTTP/2 sees it: {e}")))?;
+        let mut request = http::Request::new(());
+        *request.method_mut() = Method::CONNECT;
+        *request.uri_mut() = uri;
+        *request.version_mut() = Version::HTTP_2;
+        request
+            .extensions_mut()
+            .insert(h2::ext::Protocol::from_static("websocket"));
+        let fields = request.headers_mut();
+        fields.insert(SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
+        if !self.protocols.is_empty() {
+            let list = HeaderValue::from_str(&self.protocols.join(", "))
+                .map_err(|e| invalid_input(e.to_string()))?;
+            fields.insert(SEC_WEBSOCKET_PROTOCOL, list);
+        }
+        if let Some(offer) = self.deflate.as_ref().map(volt_proto::ws::offer) {
+            let offer = HeaderValue::from_str(&offer).map_err(|e| invalid_input(e.to_string()))?;
+            fields.insert(SEC_WEBSOCKET_EXTENSIONS, offer);
+        }
+        let headers = match &inner.cookies {
+            Some(jar) => jar.request_headers(&self.headers, &target),
+            None => Cow::Borrowed(&self.headers),
+        };
+        for (name, value) in headers.iter() {
+            fields.append(name, value.clone());
+        }
+        let (response, stream) = send.send_request(request, false).map_err(http2::io_error)?;
+        let response = volt_rt::time::timeout(inner.timeout, response).await;
+        let response = response
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "waiting for the 200"))?
+            .map_err(http2::io_error)?;
+        let (parts, recv) = response.into_parts();
+        if let Some(jar) = &inner.cookies {
+            jar.store_response(&target, &parts.headers);
+        }
+        let fail = |why: String| HandshakeError::new(parts.status, parts.headers.clone(), why);
+        if !parts.status.is_success() {
+            let reason = parts.status.canonical_reason().unwrap_or("");
+            let why = format!(
+                "the server answered {} {reason}, not 200",
+                parts.status.as_u16()
+            );
+            return Err(io::Error::other(fail(why)));
+        }
+        let agreed = check_agreed(&parts.headers, &self.protocols, self.deflate.as_ref())
+            .map_err(|why| io::Error::new(io::ErrorKind::InvalidData, fail(why)))?;
+        let settings = self.settings(agreed);
+        let link = Link::ClientH2(RefCell::new(H2Tunnel::new(stream, recv, claim)));
+        Ok(WebSocket::new(link, BytesMut::new(), None, settings))
     }
 }
 
@@ -333,6 +438,15 @@ fn check_101(
         (None, _) => return Err("no Sec-WebSocket-Accept in the 101".into()),
         _ => return Err("Sec-WebSocket-Accept does not match the key".into()),
     }
+    check_agreed(headers, offered, deflate)
+}
+
+/// The checks an answer's extensions and subprotocol pass, on HTTP/1 and HTTP/2 alike.
+fn check_agreed(
+    headers: &HeaderMap,
+    offered: &[String],
+    deflate: Option<&DeflateConfig>,
+) -> Result<Agreed, String> {
     let extensions = headers.get_all(SEC_WEBSOCKET_EXTENSIONS).iter();
     let deflate = volt_proto::ws::accept(extensions.map(|v| v.as_bytes()), deflate)?;
     let mut chosen = headers.get_all(SEC_WEBSOCKET_PROTOCOL).iter();

@@ -1,6 +1,6 @@
 //! What a WebSocket session runs on, at either end: the server's transport (a connection the
-//! HTTP/1 side gave up), an HTTP/2 stream of the server's (RFC 8441), or a connection the
-//! client opened for it; and the client's masking keys.
+//! HTTP/1 side gave up), an HTTP/2 stream of the server's (RFC 8441), a connection the client
+//! opened for it, or a stream of the client's HTTP/2 connection; and the client's masking keys.
 
 use std::cell::RefCell;
 use std::io;
@@ -11,6 +11,7 @@ use bytes::BytesMut;
 use tokio::io::AsyncWrite;
 
 use crate::client::conn::Stream;
+use crate::client::http2::H2Tunnel;
 use crate::h2::StreamLink;
 use crate::transport::Transport;
 
@@ -20,6 +21,8 @@ pub(crate) enum Link {
     /// A stream of the server's HTTP/2 connection: its DATA frames both ways.
     H2(StreamLink),
     Client(RefCell<Stream>),
+    /// A stream of the client's HTTP/2 connection (RFC 8441).
+    ClientH2(RefCell<H2Tunnel>),
 }
 
 impl Link {
@@ -35,6 +38,7 @@ impl Link {
             Link::Client(s) => {
                 tokio_util::io::poll_read_buf(Pin::new(&mut *s.borrow_mut()), cx, buf)
             }
+            Link::ClientH2(t) => t.borrow_mut().poll_read_bytes(cx, buf),
         }
     }
 
@@ -46,7 +50,7 @@ impl Link {
     ) -> Poll<io::Result<usize>> {
         match self {
             Link::Server(t) => t.poll_read_raw(cx, buf),
-            Link::H2(_) | Link::Client(_) => self.poll_read_bytes(cx, buf),
+            Link::H2(_) | Link::Client(_) | Link::ClientH2(_) => self.poll_read_bytes(cx, buf),
         }
     }
 
@@ -56,6 +60,7 @@ impl Link {
             Link::Server(t) => t.poll_write(cx, buf),
             Link::H2(l) => l.poll_write(cx, buf),
             Link::Client(s) => Pin::new(&mut *s.borrow_mut()).poll_write(cx, buf),
+            Link::ClientH2(t) => t.borrow_mut().poll_write(cx, buf),
         }
     }
 
@@ -64,6 +69,8 @@ impl Link {
             Link::Server(t) => t.poll_flush(cx),
             Link::H2(l) => l.poll_flush(cx),
             Link::Client(s) => Pin::new(&mut *s.borrow_mut()).poll_flush(cx),
+            // Frames go out from the connection's task; nothing waits here.
+            Link::ClientH2(_) => Poll::Ready(Ok(())),
         }
     }
 
@@ -73,6 +80,7 @@ impl Link {
             Link::Server(t) => t.poll_shutdown(cx),
             Link::H2(l) => l.poll_shutdown(cx),
             Link::Client(s) => Pin::new(&mut *s.borrow_mut()).poll_shutdown(cx),
+            Link::ClientH2(t) => Poll::Ready(t.borrow_mut().shutdown()),
         }
     }
 }
