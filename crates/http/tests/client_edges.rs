@@ -790,9 +790,9 @@ fn expect_100_continue_sends_the_body_anyway_after_a_second() {
     assert_eq!((status, body.as_str()), (StatusCode::OK, "hello"));
 }
 
-#[test]
-fn expect_100_continue_against_volt() {
-    let app = Router::new()
+/// `/up` reads the body (volt answers 100 then), `/no` answers 403 without reading it.
+fn expect_app() -> Router {
+    Router::new()
         .route(
             "/up",
             post(|mut req: Request| async move { req.text().await }),
@@ -800,7 +800,12 @@ fn expect_100_continue_against_volt() {
         .route(
             "/no",
             post(|_req: Request| async { Response::new(StatusCode::FORBIDDEN) }),
-        );
+        )
+}
+
+#[test]
+fn expect_100_continue_against_volt() {
+    let app = expect_app();
     let server = common::start(app);
     let addr = server.addr();
     volt_rt::block_on(async move {
@@ -827,15 +832,7 @@ fn expect_100_continue_against_volt() {
 /// it is never polled.
 #[test]
 fn expect_100_continue_over_http2_against_volt() {
-    let app = Router::new()
-        .route(
-            "/up",
-            post(|mut req: Request| async move { req.text().await }),
-        )
-        .route(
-            "/no",
-            post(|_req: Request| async { Response::new(StatusCode::FORBIDDEN) }),
-        );
+    let app = expect_app();
     let server = common::start(app);
     let addr = server.addr();
     volt_rt::block_on(async move {

@@ -33,12 +33,7 @@ fn handshake(path: &str, extra: &str) -> String {
 /// after the first message; `/chat` picks a subprotocol; `/fail` returns an error, `/panic`
 /// panics.
 fn app() -> Router {
-    async fn echo(mut ws: volt_http::WebSocket) -> io::Result<()> {
-        while let Some(msg) = ws.recv().await? {
-            ws.send(msg).await?;
-        }
-        Ok(())
-    }
+    use common::ws_echo as echo;
     Router::new()
         .route(
             "/echo",

@@ -27,12 +27,7 @@ use common::start;
 /// `/echo` echoes; `/close` closes with 4000 after the first message; `/chat` picks a
 /// subprotocol and sends it; `/moved` redirects; `/hi` is no WebSocket.
 fn app() -> Router {
-    async fn echo(mut ws: volt_http::WebSocket) -> io::Result<()> {
-        while let Some(msg) = ws.recv().await? {
-            ws.send(msg).await?;
-        }
-        Ok(())
-    }
+    use common::ws_echo as echo;
     Router::new()
         .route(
             "/echo",

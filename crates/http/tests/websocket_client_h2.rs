@@ -14,12 +14,7 @@ use volt_http::{get, Client, Error, Message, Request, Router, StatusCode, Versio
 /// `/echo` echoes; `/hello` sends the request's HTTP version and `:protocol` first, then
 /// echoes; `/chat` picks a subprotocol and sends it.
 fn app() -> Router {
-    async fn echo(mut ws: volt_http::WebSocket) -> io::Result<()> {
-        while let Some(msg) = ws.recv().await? {
-            ws.send(msg).await?;
-        }
-        Ok(())
-    }
+    use common::ws_echo as echo;
     Router::new()
         .route(
             "/echo",

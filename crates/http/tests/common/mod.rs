@@ -619,3 +619,11 @@ impl<I: Iterator + Unpin> futures_core::Stream for Iter<I> {
         Poll::Ready(self.0.next())
     }
 }
+
+/// A WebSocket session that sends every message back until the client closes.
+pub async fn ws_echo(mut ws: volt_http::WebSocket) -> io::Result<()> {
+    while let Some(msg) = ws.recv().await? {
+        ws.send(msg).await?;
+    }
+    Ok(())
+}
