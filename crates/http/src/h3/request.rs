@@ -37,6 +37,9 @@ use crate::{Error, Request};
 use super::quic::{StreamError, StreamRef};
 use super::Failure;
 
+/// Bodies up to this size are written together with their response head.
+const ONE_WRITE: usize = 4096;
+
 /// The receiving side of a request stream, shared by the head's reader and the body's.
 struct Recv {
     stream: StreamRef,
@@ -274,8 +277,15 @@ async fn respond(
     match body.kind {
         BodyKind::Full(data) if !no_body && !data.is_empty() => {
             write_data_header(data.len() as u64, &mut out);
-            write(stream, &out, timeout).await?;
-            write(stream, &data, timeout).await?;
+            // A small body goes with its head in one write: each write is a copy and an
+            // allocation inside quinn's stream.
+            if data.len() <= ONE_WRITE {
+                out.extend_from_slice(&data);
+                write(stream, &out, timeout).await?;
+            } else {
+                write(stream, &out, timeout).await?;
+                write(stream, &data, timeout).await?;
+            }
         }
         BodyKind::Stream {
             stream: mut chunks, ..
