@@ -20,6 +20,25 @@ const H3_MESSAGE_ERROR: u32 = 0x10e;
 const H3_NO_ERROR: u64 = 0x100;
 const H3_REQUEST_REJECTED: u64 = 0x10b;
 
+/// [`app`] and `/slow`, which answers "slow but whole" after 2 s; the flag is set once it
+/// has started.
+fn app_with_slow() -> (Router, Arc<AtomicBool>) {
+    let started = Arc::new(AtomicBool::new(false));
+    let flag = started.clone();
+    let app = app().route(
+        "/slow",
+        get(move |_req: Request| {
+            let flag = flag.clone();
+            async move {
+                flag.store(true, Ordering::SeqCst);
+                volt_rt::time::sleep(Duration::from_secs(2)).await;
+                "slow but whole"
+            }
+        }),
+    );
+    (app, started)
+}
+
 fn app() -> Router {
     Router::new()
         .route("/hello", get(|_req: Request| async { "hello" }))
@@ -169,19 +188,7 @@ async fn a_body_over_the_limit_answers_413() {
 #[tokio::test]
 async fn graceful_shutdown_sends_goaway_and_finishes_the_running_request() {
     let certs = certs();
-    let started = Arc::new(AtomicBool::new(false));
-    let flag = started.clone();
-    let app = app().route(
-        "/slow",
-        get(move |_req: Request| {
-            let flag = flag.clone();
-            async move {
-                flag.store(true, Ordering::SeqCst);
-                volt_rt::time::sleep(Duration::from_secs(2)).await;
-                "slow but whole"
-            }
-        }),
-    );
+    let (app, started) = app_with_slow();
     let server = start_h3(1, Config::default(), &certs, app);
     let (mut client, driver) = connect(server.addr(), &certs.2).await;
     let mut slow_client = client.clone();
@@ -213,19 +220,7 @@ async fn graceful_shutdown_sends_goaway_and_finishes_the_running_request() {
 #[tokio::test]
 async fn goaway_on_the_wire_names_the_first_stream_not_served() {
     let certs = certs();
-    let started = Arc::new(AtomicBool::new(false));
-    let flag = started.clone();
-    let app = app().route(
-        "/slow",
-        get(move |_req: Request| {
-            let flag = flag.clone();
-            async move {
-                flag.store(true, Ordering::SeqCst);
-                volt_rt::time::sleep(Duration::from_secs(2)).await;
-                "slow but whole"
-            }
-        }),
-    );
+    let (app, started) = app_with_slow();
     let server = start_h3(1, Config::default(), &certs, app);
     let conn = quic_connect(server.addr(), &certs.2).await;
     let mut control = conn.accept_uni().await.unwrap();
