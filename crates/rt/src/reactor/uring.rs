@@ -21,13 +21,15 @@
 //!   ends) lets queued sends go on for up to [`LINGER`], then cancels everything and waits for
 //!   the completions before freeing any buffer.
 //! - **Waiting**: `io_uring_enter` with a timespec for the next timer (sub-millisecond), the
-//!   worker's eventfd watched by a multishot poll.
+//!   worker's eventfd watched by a multishot poll; one enter both submits a turn's sends and
+//!   sleeps ([`Reactor::poll`]).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::mem::{offset_of, ManuallyDrop, MaybeUninit};
 use std::net::{Shutdown, SocketAddr};
+use std::num::NonZeroU16;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -56,6 +58,11 @@ const REARM_FREE: usize = 64;
 /// has emptied them): a reader that stops reading leaves the rest in the kernel's socket buffer,
 /// under TCP flow control, instead of draining the shared ring.
 const MAX_HELD: u16 = 16;
+/// A send of at most this many bytes, on a stream whose last send completed at once, is
+/// expected to complete in the enter that submits it ([`Reactor::poll`]).
+const EXPECT_SEND_MAX: u32 = 16 * 1024;
+/// How long an enter waits for sends expected to complete at once that did not.
+const EXPECT_WAIT: Duration = Duration::from_millis(1);
 /// The scratch buffer a starved stream reads through (`read` syscalls, as on epoll).
 const SCRATCH_SIZE: usize = 16 * 1024;
 /// Bytes a stream may have queued for sending before writes wait.
@@ -116,7 +123,12 @@ struct Slot {
     sending: Vec<u8>,
     sent: u32, // `sending` holds at most `SEND_LIMIT` bytes
     /// The errno of a failed send (errnos fit a `u16`).
-    send_error: Option<u16>,
+    send_error: Option<NonZeroU16>,
+    /// The last send did not complete in the `io_uring_enter` that submitted it (the socket
+    /// buffer was full): the next one is not counted on to complete at once ([`Reactor::poll`]).
+    send_blocked: bool,
+    /// The enter ([`State::enters`]) that submitted the send in flight.
+    send_enter: u8,
     /// Set when the owner drops the socket; the reactor closes it once nothing is in flight.
     owned: Option<OwnedFd>,
     /// The operations submitted (or queued) whose last completion has not arrived, one bit per
@@ -166,7 +178,7 @@ struct PeerAddr {
 
 // A stream's slot is two cache lines, split where [`Slot`] says.
 const _: () = assert!(size_of::<Slot>() == 128 && align_of::<Slot>() == 64);
-const _: () = assert!(offset_of!(Slot, recv_cancelling) < 64 && offset_of!(Slot, io) == 64);
+const _: () = assert!(offset_of!(Slot, send_enter) < 64 && offset_of!(Slot, io) == 64);
 
 impl Slot {
     fn armed(&self, op: u64) -> bool {
@@ -203,6 +215,9 @@ struct State {
     notifier_fd: RawFd,
     notified: bool,
     to_wake: Vec<Waker>,
+    /// `io_uring_enter` calls made, wrapping: tells a send that completed in the enter that
+    /// submitted it from one that waited for room.
+    enters: u8,
 }
 
 pub(crate) struct Reactor {
@@ -244,6 +259,7 @@ impl Reactor {
             notifier_fd: notifier.as_fd().as_raw_fd(),
             notified: false,
             to_wake: Vec::with_capacity(64),
+            enters: 0,
         };
         state.arm_notifier();
         Ok(Reactor {
@@ -292,7 +308,7 @@ impl Reactor {
         // close queued with its completion submitted. (`shutdown`, which did it before, also
         // shut the socket for every other listener on it, a clone's.)
         while listener && st.sources.contains(token) {
-            let _ = submit_and_wait_for(&st.ring, Duration::from_millis(10));
+            let _ = submit_and_wait_for(&st.ring, 1, Duration::from_millis(10));
             st.complete();
         }
         if listener {
@@ -414,7 +430,7 @@ impl Reactor {
             }
             return Poll::Pending;
         }
-        if let Some(errno) = slot.send_error {
+        if let Some(errno) = slot.send_error.map(NonZeroU16::get) {
             return Poll::Ready(Err(io::Error::from_raw_os_error(errno.into())));
         }
         if slot.shutdown_write {
@@ -437,7 +453,7 @@ impl Reactor {
     pub(crate) fn poll_flush(&self, token: usize, cx: &Context<'_>) -> Poll<io::Result<()>> {
         let mut st = self.state.borrow_mut();
         let slot = &mut st.sources[token];
-        if let Some(errno) = slot.send_error {
+        if let Some(errno) = slot.send_error.map(NonZeroU16::get) {
             return Poll::Ready(Err(io::Error::from_raw_os_error(errno.into())));
         }
         if slot.queued() == 0 {
@@ -464,25 +480,36 @@ impl Reactor {
     }
 
     /// Submits what is queued and waits for completions until `deadline` (`None`: no limit).
+    ///
     /// Completions that wake nobody do not end the wait: a send submitted with the wait nearly
     /// always completes at once, and without this every request would cost a second turn of
-    /// the executor, only to handle its send's completion.
+    /// the executor, only to handle its send's completion. Nor do they end the enter: it waits
+    /// for one completion more than the sends expected to complete at once, so a turn that
+    /// sent is one `io_uring_enter`, not two (one returning at once with the sends'
+    /// completions, one to sleep). A send that finds the socket full would make that wait for
+    /// an unrelated completion, so the count leaves out large sends and those of a stream whose
+    /// last send had to wait, and such a wait is cut short after [`EXPECT_WAIT`].
     pub(crate) fn poll(&self, deadline: Option<Instant>) -> bool {
         let mut st = self.state.borrow_mut();
         let mut waited = true;
         while waited && !st.notified && st.to_wake.is_empty() {
-            st.start_sends();
+            let sends = st.start_sends();
             st.rearm_starved();
             let wait = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             let result = match wait {
+                Some(wait) if wait.is_zero() && st.idle() => Ok(0),
+                Some(wait) if wait.is_zero() => st.ring.submit(),
+                _ if sends > 0 => {
+                    let cut = wait.map_or(EXPECT_WAIT, |wait| wait.min(EXPECT_WAIT));
+                    submit_and_wait_for(&st.ring, 1 + sends, cut)
+                }
                 None => st.ring.submit_and_wait(1),
-                Some(wait) if !wait.is_zero() => submit_and_wait_for(&st.ring, wait),
-                Some(_) if st.idle() => Ok(0),
-                Some(_) => st.ring.submit(),
+                Some(wait) => submit_and_wait_for(&st.ring, 1, wait),
             };
             waited = result.is_ok() && wait.is_none_or(|wait| !wait.is_zero());
             entered(result).unwrap_or_else(|e| panic!("io_uring_enter failed: {e}"));
             st.complete();
+            st.enters = st.enters.wrapping_add(1);
         }
         let notified = std::mem::take(&mut st.notified);
         let wakers = std::mem::take(&mut st.to_wake);
@@ -508,10 +535,11 @@ fn entered(result: io::Result<usize>) -> io::Result<()> {
     }
 }
 
-fn submit_and_wait_for(ring: &IoUring, wait: Duration) -> io::Result<usize> {
+/// Submits what is queued and waits for `want` completions, or for `wait`.
+fn submit_and_wait_for(ring: &IoUring, want: usize, wait: Duration) -> io::Result<usize> {
     let ts = types::Timespec::from(wait);
     let args = types::SubmitArgs::new().timespec(&ts);
-    ring.submitter().submit_with_args(1, &args)
+    ring.submitter().submit_with_args(want, &args)
 }
 
 impl State {
@@ -649,7 +677,10 @@ impl State {
     }
 
     /// One send per stream with unsent bytes: its whole batch.
-    fn start_sends(&mut self) {
+    /// Submits a send for every stream listed in `to_send`; returns how many are expected to
+    /// complete in the enter that submits them ([`Reactor::poll`]).
+    fn start_sends(&mut self) -> usize {
+        let mut expected = 0;
         let mut to_send = std::mem::take(&mut self.to_send);
         for token in to_send.drain(..) {
             // Listed once (with its send bit set, `poll_send`), with bytes to send and no error.
@@ -661,6 +692,8 @@ impl State {
             }
             let rest = &slot.sending[slot.sent as usize..];
             let len = rest.len().min(u32::MAX as usize) as u32;
+            expected += usize::from(!slot.send_blocked && len <= EXPECT_SEND_MAX);
+            slot.send_enter = self.enters;
             let mut flags = SendFlags::NOSIGNAL;
             flags.set(SendFlags::MORE, slot.shutdown_write); // held: they go with the FIN
             let sqe = opcode::Send::new(types::Fd(slot.fd), rest.as_ptr(), len)
@@ -671,6 +704,7 @@ impl State {
             unsafe { self.arm(token, OP_SEND, sqe) };
         }
         self.to_send = to_send;
+        expected
     }
 
     fn rearm_starved(&mut self) {
@@ -769,8 +803,9 @@ impl State {
             }
             OP_SEND => {
                 queue_waker(&mut slot.io.writer, &mut self.to_wake);
+                slot.send_blocked = slot.send_enter != self.enters;
                 if result < 0 {
-                    slot.send_error = Some(-result as u16);
+                    slot.send_error = NonZeroU16::new(-result as u16);
                     slot.unsent = Vec::new();
                     slot.sending.clear();
                     slot.sent = 0;
@@ -841,7 +876,7 @@ impl Drop for Reactor {
         while Instant::now() < linger_end && st.sources.iter().any(|(_, s)| s.armed(OP_SEND)) {
             st.start_sends();
             let wait = linger_end.saturating_duration_since(Instant::now());
-            if entered(submit_and_wait_for(&st.ring, wait)).is_err() {
+            if entered(submit_and_wait_for(&st.ring, 1, wait)).is_err() {
                 break;
             }
             st.complete();
@@ -859,7 +894,7 @@ impl Drop for Reactor {
                 let _ = st.ring.submit(); // the closes queued last
                 break;
             }
-            if entered(submit_and_wait_for(&st.ring, Duration::from_millis(10))).is_err() {
+            if entered(submit_and_wait_for(&st.ring, 1, Duration::from_millis(10))).is_err() {
                 break;
             }
             st.complete();
