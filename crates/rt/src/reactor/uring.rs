@@ -58,7 +58,7 @@ const REARM_FREE: usize = 64;
 /// has emptied them): a reader that stops reading leaves the rest in the kernel's socket buffer,
 /// under TCP flow control, instead of draining the shared ring.
 const MAX_HELD: u16 = 16;
-/// A send of at most this many bytes, on a stream whose last send completed at once, is
+/// A send of at most this many bytes, on a stream whose sends have all completed at once, is
 /// expected to complete in the enter that submits it ([`Reactor::poll`]).
 const EXPECT_SEND_MAX: u32 = 16 * 1024;
 /// How long an enter waits for sends expected to complete at once that did not.
@@ -124,8 +124,9 @@ struct Slot {
     sent: u32, // `sending` holds at most `SEND_LIMIT` bytes
     /// The errno of a failed send (errnos fit a `u16`).
     send_error: Option<NonZeroU16>,
-    /// The last send did not complete in the `io_uring_enter` that submitted it (the socket
-    /// buffer was full): the next one is not counted on to complete at once ([`Reactor::poll`]).
+    /// A send did not complete in the `io_uring_enter` that submitted it (the socket buffer was
+    /// full): this stream's sends are no longer counted on to complete at once
+    /// ([`Reactor::poll`]). A stream that meets backpressure once is likely to again.
     send_blocked: bool,
     /// The enter ([`State::enters`]) that submitted the send in flight.
     send_enter: u8,
@@ -487,8 +488,8 @@ impl Reactor {
     /// for one completion more than the sends expected to complete at once, so a turn that
     /// sent is one `io_uring_enter`, not two (one returning at once with the sends'
     /// completions, one to sleep). A send that finds the socket full would make that wait for
-    /// an unrelated completion, so the count leaves out large sends and those of a stream whose
-    /// last send had to wait, and such a wait is cut short after [`EXPECT_WAIT`].
+    /// an unrelated completion, so the count leaves out large sends and those of a stream that
+    /// has had to wait for room before, and such a wait is cut short after [`EXPECT_WAIT`].
     pub(crate) fn poll(&self, deadline: Option<Instant>) -> bool {
         let mut st = self.state.borrow_mut();
         let mut waited = true;
@@ -803,7 +804,7 @@ impl State {
             }
             OP_SEND => {
                 queue_waker(&mut slot.io.writer, &mut self.to_wake);
-                slot.send_blocked = slot.send_enter != self.enters;
+                slot.send_blocked |= slot.send_enter != self.enters;
                 if result < 0 {
                     slot.send_error = NonZeroU16::new(-result as u16);
                     slot.unsent = Vec::new();
