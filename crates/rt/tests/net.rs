@@ -393,6 +393,47 @@ fn large_transfer_in_both_directions_at_once() {
     });
 }
 
+/// A flush waits for the send of what was written; nothing else happens on the worker (the
+/// reader is a thread of its own). On io_uring the enter that submits a small send waits for
+/// one completion more than the sends nobody waits for, so a send someone awaits must not be
+/// counted among those: each flush would then sleep until the reactor's 1 ms cut-off, and the
+/// thousand flushes here would take over a second instead of milliseconds.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_flush_alone_on_the_worker_returns_without_waiting_for_a_timer() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let reader = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut received = Vec::new();
+        std::io::Read::read_to_end(&mut stream, &mut received).unwrap();
+        received
+    });
+    let data: Vec<u8> = (0..512_000u32).map(|i| (i % 233) as u8).collect();
+    let elapsed = guard({
+        let data = data.clone();
+        move || {
+            block_on(async move {
+                let stream = TcpStream::connect(addr).await.unwrap();
+                let started = std::time::Instant::now();
+                for chunk in data.chunks(512) {
+                    stream.write_all(chunk).await.unwrap();
+                    stream.flush().await.unwrap();
+                }
+                let elapsed = started.elapsed();
+                stream.shutdown(Shutdown::Write).unwrap();
+                elapsed
+            })
+        }
+    });
+    assert!(reader.join().unwrap() == data);
+    // 1,000 flushes: ~10 ms here; 1 s or more if each waited for the cut-off.
+    assert!(
+        elapsed < Duration::from_millis(800),
+        "1,000 flushes took {elapsed:?}"
+    );
+}
+
 #[test]
 #[cfg_attr(miri, ignore)]
 fn read_buf_appends_to_the_vec() {

@@ -58,8 +58,8 @@ const REARM_FREE: usize = 64;
 /// has emptied them): a reader that stops reading leaves the rest in the kernel's socket buffer,
 /// under TCP flow control, instead of draining the shared ring.
 const MAX_HELD: u16 = 16;
-/// A send of at most this many bytes, on a stream whose sends have all completed at once, is
-/// expected to complete in the enter that submits it ([`Reactor::poll`]).
+/// A send of at most this many bytes, on a stream whose sends have all completed at once, that
+/// no task waits for, is expected to complete in the enter that submits it ([`Reactor::poll`]).
 const EXPECT_SEND_MAX: u32 = 16 * 1024;
 /// How long an enter waits for sends expected to complete at once that did not.
 const EXPECT_WAIT: Duration = Duration::from_millis(1);
@@ -489,7 +489,8 @@ impl Reactor {
     /// sent is one `io_uring_enter`, not two (one returning at once with the sends'
     /// completions, one to sleep). A send that finds the socket full would make that wait for
     /// an unrelated completion, so the count leaves out large sends and those of a stream that
-    /// has had to wait for room before, and such a wait is cut short after [`EXPECT_WAIT`].
+    /// has had to wait for room before, and such a wait is cut short after [`EXPECT_WAIT`]. A
+    /// send some task waits for is not counted either: its completion is one that wakes.
     pub(crate) fn poll(&self, deadline: Option<Instant>) -> bool {
         let mut st = self.state.borrow_mut();
         let mut waited = true;
@@ -693,7 +694,10 @@ impl State {
             }
             let rest = &slot.sending[slot.sent as usize..];
             let len = rest.len().min(u32::MAX as usize) as u32;
-            expected += usize::from(!slot.send_blocked && len <= EXPECT_SEND_MAX);
+            // A send a task waits for (a flush, or a write held back by `SEND_LIMIT`) must end
+            // the wait when it completes: it wakes that task.
+            let awaited = slot.io.writer.is_some();
+            expected += usize::from(!slot.send_blocked && !awaited && len <= EXPECT_SEND_MAX);
             slot.send_enter = self.enters;
             let mut flags = SendFlags::NOSIGNAL;
             flags.set(SendFlags::MORE, slot.shutdown_write); // held: they go with the FIN
