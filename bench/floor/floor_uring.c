@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #define RING_ENTRIES 4096     /* submission queue */
 #define CQ_ENTRIES (4 * 4096) /* completion queue */
@@ -358,6 +359,26 @@ static void ring_setup(struct worker *w)
 		fprintf(stderr, "floor_uring: ring with %s\n", chosen);
 }
 
+/* An experiment, not how bench/run runs the floor (BENCHMARKS.md, run U): FLOOR_BATCH=N
+ * FLOOR_MIN_WAIT_US=US make each enter wait for N completions, but return once US microseconds
+ * have passed if any arrived (`min_wait_usec` of IORING_ENTER_EXT_ARG, Linux 6.13): fewer
+ * wake-ups, each answered request later. liburing 2.3 has no call for it, so the enter is made
+ * here, with the submission queue's tail published as liburing would. */
+static unsigned batch_wait = 1, batch_min_wait_us;
+
+static int submit_and_wait_batch(struct io_uring *ring, struct __kernel_timespec *ts)
+{
+	struct io_uring_sq *sq = &ring->sq;
+	sq->sqe_head = sq->sqe_tail;
+	io_uring_smp_store_release(sq->ktail, sq->sqe_tail);
+	unsigned submit = sq->sqe_tail - *sq->khead;
+	/* Positional: liburing 2.3 calls the third field `pad`, later headers `min_wait_usec`. */
+	struct io_uring_getevents_arg arg = {0, _NSIG / 8, batch_min_wait_us, (__u64)(uintptr_t)ts};
+	int ret = (int)syscall(__NR_io_uring_enter, ring->ring_fd, submit, batch_wait,
+			       IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &arg, sizeof arg);
+	return ret < 0 ? -errno : ret;
+}
+
 static void *worker_run(void *arg)
 {
 	struct worker *w = arg;
@@ -373,7 +394,8 @@ static void *worker_run(void *arg)
 		 * completion, and wakes at least once a second so the Date moves even when idle. */
 		struct __kernel_timespec ts = {.tv_sec = 1, .tv_nsec = 0};
 		struct io_uring_cqe *cqe;
-		int ret = io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1, &ts, NULL);
+		int ret = batch_wait > 1 ? submit_and_wait_batch(&w->ring, &ts)
+					 : io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1, &ts, NULL);
 		if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY)
 			die_errno("floor: io_uring_submit_and_wait_timeout", -ret);
 		floor_response_refresh(&w->response);
@@ -406,6 +428,10 @@ int main(int argc, char **argv)
 {
 	struct floor_options options;
 	floor_parse_options(argc, argv, &options);
+	if (getenv("FLOOR_BATCH"))
+		batch_wait = (unsigned)atoi(getenv("FLOOR_BATCH"));
+	if (getenv("FLOOR_MIN_WAIT_US"))
+		batch_min_wait_us = (unsigned)atoi(getenv("FLOOR_MIN_WAIT_US"));
 	signal(SIGPIPE, SIG_IGN);
 	struct worker *workers = calloc((size_t)options.workers, sizeof *workers);
 	if (!workers)
