@@ -503,7 +503,9 @@ impl Reactor {
                 Some(wait) if wait.is_zero() => st.ring.submit(),
                 _ if sends > 0 => {
                     let cut = wait.map_or(EXPECT_WAIT, |wait| wait.min(EXPECT_WAIT));
-                    submit_and_wait_for(&st.ring, 1 + sends, cut)
+                    // Never more than the completion queue holds at once.
+                    let want = (1 + sends).min(CQ_ENTRIES as usize / 2);
+                    submit_and_wait_for(&st.ring, want, cut)
                 }
                 None => st.ring.submit_and_wait(1),
                 Some(wait) => submit_and_wait_for(&st.ring, 1, wait),
