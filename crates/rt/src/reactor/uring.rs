@@ -46,6 +46,7 @@ use super::{queue_waker, shutdown, Direction, Kind, Notifier, Readiness, READABL
 use buf_ring::{BufRing, Received};
 
 mod buf_ring;
+mod teardown;
 
 /// Size of each provided receive buffer.
 const BUF_SIZE: usize = 4096;
@@ -869,49 +870,6 @@ impl State {
                 // SAFETY: a close points at no memory; the descriptor is ours and unused after.
                 unsafe { self.push(sqe, false) };
             }
-        }
-    }
-}
-
-impl Drop for Reactor {
-    fn drop(&mut self) {
-        let st = self.state.get_mut();
-        // Bytes still queued go on being sent for up to `LINGER`, as after `close` on epoll,
-        // where the kernel has them and sends them on its own; what the peer has not taken by
-        // then is dropped.
-        let linger_end = Instant::now() + LINGER;
-        while Instant::now() < linger_end && st.sources.iter().any(|(_, s)| s.armed(OP_SEND)) {
-            st.start_sends();
-            let wait = linger_end.saturating_duration_since(Instant::now());
-            if entered(submit_and_wait_for(&st.ring, 1, wait)).is_err() {
-                break;
-            }
-            st.complete();
-        }
-        // Cancel everything (again each round, in case a completion re-armed something), then
-        // wait for every last completion: until then the kernel may still write into the
-        // buffer ring or read from a slot's `sending`.
-        let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::any())
-            .build()
-            .user_data(user_data(0, OP_CANCEL));
-        for _ in 0..1000 {
-            // SAFETY: a cancellation points at no memory.
-            unsafe { st.push(cancel.clone(), false) };
-            if st.in_flight == 0 {
-                let _ = st.ring.submit(); // the closes queued last
-                break;
-            }
-            if entered(submit_and_wait_for(&st.ring, 1, Duration::from_millis(10))).is_err() {
-                break;
-            }
-            st.complete();
-        }
-        // If some operation never completed, `state` is leaked, not dropped, rather than
-        // freeing memory the kernel may still use.
-        if st.in_flight == 0 {
-            // SAFETY: not used again; nothing is in flight, so the kernel holds no pointer into
-            // the memory freed with it.
-            unsafe { ManuallyDrop::drop(&mut self.state) };
         }
     }
 }
