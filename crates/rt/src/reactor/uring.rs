@@ -59,11 +59,17 @@ const REARM_FREE: usize = 64;
 /// has emptied them): a reader that stops reading leaves the rest in the kernel's socket buffer,
 /// under TCP flow control, instead of draining the shared ring.
 const MAX_HELD: u16 = 16;
-/// A send of at most this many bytes, on a stream whose sends have all completed at once, that
-/// no task waits for, is expected to complete in the enter that submits it ([`Reactor::poll`]).
+/// A send of at most this many bytes, on a stream whose sends have never found the socket full,
+/// that no task waits for, is expected to complete in the enter that submits it
+/// ([`Reactor::poll`]). A larger one would more often find too little room, and send in two
+/// parts instead of one.
 const EXPECT_SEND_MAX: u32 = 16 * 1024;
-/// How long an enter waits for sends expected to complete at once that did not.
-const EXPECT_WAIT: Duration = Duration::from_millis(1);
+/// How long an enter waits at most for sends expected to complete in it: a safety net, as such a
+/// send is made with `MSG_DONTWAIT` and completes in its enter, full socket or not. Longer than
+/// a scheduler tick (4 ms at `HZ=250`, 10 ms at 100), so the kernel need not reprogram its
+/// timer for the wait: a 1 ms limit cost ~1.5-2.5 µs of CPU per sleeping enter on a KVM guest
+/// (BENCHMARKS.md, run V).
+const EXPECT_WAIT: Duration = Duration::from_millis(50);
 /// The scratch buffer a starved stream reads through (`read` syscalls, as on epoll).
 const SCRATCH_SIZE: usize = 16 * 1024;
 /// Bytes a stream may have queued for sending before writes wait.
@@ -105,9 +111,9 @@ pub(super) fn probe() -> io::Result<()> {
 /// In a closed loop a connection's slot is evicted by the other connections' requests before
 /// its next one, so every line a request touches is a miss: the first line holds what a write
 /// and its send use, the second the wakers (a send's completion wakes the writer from there
-/// too) and the receive side; what only listeners and starved streams use is boxed in `rare`. Measured against the
-/// 200-byte slot it replaced (callgrind's cache simulation, keep-alive, 64 connections): L1 data
-/// misses 17.3 -> 15.7 reads and 4.8 -> 4.5 writes a request.
+/// too) and the receive side; what only listeners and starved streams use is boxed in `rare`.
+/// Measured against the 200-byte slot it replaced (callgrind's cache simulation, keep-alive, 64
+/// connections): L1 data misses 17.3 -> 15.7 reads and 4.8 -> 4.5 writes a request.
 #[derive(Default)]
 #[repr(C, align(64))]
 struct Slot {
@@ -125,12 +131,10 @@ struct Slot {
     sent: u32, // `sending` holds at most `SEND_LIMIT` bytes
     /// The errno of a failed send (errnos fit a `u16`).
     send_error: Option<NonZeroU16>,
-    /// A send did not complete in the `io_uring_enter` that submitted it (the socket buffer was
-    /// full): this stream's sends are no longer counted on to complete at once
-    /// ([`Reactor::poll`]). A stream that meets backpressure once is likely to again.
+    /// A send found the socket buffer full (it sent part of its bytes, or none): this stream's
+    /// sends are no longer counted on to complete at once ([`Reactor::poll`]), and wait for
+    /// room in the kernel instead. A stream that meets backpressure once is likely to again.
     send_blocked: bool,
-    /// The enter ([`State::enters`]) that submitted the send in flight.
-    send_enter: u8,
     /// Set when the owner drops the socket; the reactor closes it once nothing is in flight.
     owned: Option<OwnedFd>,
     /// The operations submitted (or queued) whose last completion has not arrived, one bit per
@@ -180,7 +184,7 @@ struct PeerAddr {
 
 // A stream's slot is two cache lines, split where [`Slot`] says.
 const _: () = assert!(size_of::<Slot>() == 128 && align_of::<Slot>() == 64);
-const _: () = assert!(offset_of!(Slot, send_enter) < 64 && offset_of!(Slot, io) == 64);
+const _: () = assert!(offset_of!(Slot, send_blocked) < 64 && offset_of!(Slot, io) == 64);
 
 impl Slot {
     fn armed(&self, op: u64) -> bool {
@@ -217,9 +221,6 @@ struct State {
     notifier_fd: RawFd,
     notified: bool,
     to_wake: Vec<Waker>,
-    /// `io_uring_enter` calls made, wrapping: tells a send that completed in the enter that
-    /// submitted it from one that waited for room.
-    enters: u8,
 }
 
 pub(crate) struct Reactor {
@@ -261,7 +262,6 @@ impl Reactor {
             notifier_fd: notifier.as_fd().as_raw_fd(),
             notified: false,
             to_wake: Vec::with_capacity(64),
-            enters: 0,
         };
         state.arm_notifier();
         Ok(Reactor {
@@ -488,10 +488,12 @@ impl Reactor {
     /// the executor, only to handle its send's completion. Nor do they end the enter: it waits
     /// for one completion more than the sends expected to complete at once, so a turn that
     /// sent is one `io_uring_enter`, not two (one returning at once with the sends'
-    /// completions, one to sleep). A send that finds the socket full would make that wait for
-    /// an unrelated completion, so the count leaves out large sends and those of a stream that
-    /// has had to wait for room before, and such a wait is cut short after [`EXPECT_WAIT`]. A
-    /// send some task waits for is not counted either: its completion is one that wakes.
+    /// completions, one to sleep). A counted send is made with `MSG_DONTWAIT`, so it completes
+    /// in that enter even if the socket is full (with `EAGAIN` or part of its bytes; the rest
+    /// goes again uncounted, waiting for room). Large sends and those of a stream that has met
+    /// a full socket before are not counted, as they would often go twice. A send some task
+    /// waits for is not counted either: its completion is one that wakes. Should a counted
+    /// send not complete after all, the wait ends after [`EXPECT_WAIT`].
     pub(crate) fn poll(&self, deadline: Option<Instant>) -> bool {
         let mut st = self.state.borrow_mut();
         let mut waited = true;
@@ -514,7 +516,6 @@ impl Reactor {
             waited = result.is_ok() && wait.is_none_or(|wait| !wait.is_zero());
             entered(result).unwrap_or_else(|e| panic!("io_uring_enter failed: {e}"));
             st.complete();
-            st.enters = st.enters.wrapping_add(1);
         }
         let notified = std::mem::take(&mut st.notified);
         let wakers = std::mem::take(&mut st.to_wake);
@@ -529,6 +530,7 @@ const ETIME: i32 = Errno::TIME.raw_os_error();
 const EINTR: i32 = Errno::INTR.raw_os_error();
 const EBUSY: i32 = Errno::BUSY.raw_os_error();
 const ENOBUFS: i32 = Errno::NOBUFS.raw_os_error();
+const EAGAIN: i32 = Errno::AGAIN.raw_os_error();
 const ECANCELED: i32 = Errno::CANCELED.raw_os_error();
 
 /// An `io_uring_enter` result with the errors that only end the wait early taken as success:
@@ -700,10 +702,15 @@ impl State {
             // A send a task waits for (a flush, or a write held back by `SEND_LIMIT`) must end
             // the wait when it completes: it wakes that task.
             let awaited = slot.io.writer.is_some();
-            expected += usize::from(!slot.send_blocked && !awaited && len <= EXPECT_SEND_MAX);
-            slot.send_enter = self.enters;
+            let counted = !slot.send_blocked && !awaited && len <= EXPECT_SEND_MAX;
+            expected += usize::from(counted);
             let mut flags = SendFlags::NOSIGNAL;
-            flags.set(SendFlags::MORE, slot.shutdown_write); // held: they go with the FIN
+            // Held: they go with the FIN.
+            flags.set(SendFlags::MORE, slot.shutdown_write);
+            // A counted send must complete in this enter, even on a full socket: there it fails
+            // with `EAGAIN` at once (io_uring honours `MSG_DONTWAIT` on sends) instead of
+            // waiting for room, and goes again uncounted, waiting for room.
+            flags.set(SendFlags::DONTWAIT, counted);
             let sqe = opcode::Send::new(types::Fd(slot.fd), rest.as_ptr(), len)
                 .flags(flags.bits() as i32)
                 .build();
@@ -811,7 +818,8 @@ impl State {
             }
             OP_SEND => {
                 queue_waker(&mut slot.io.writer, &mut self.to_wake);
-                slot.send_blocked |= slot.send_enter != self.enters;
+                // A counted send (`MSG_DONTWAIT`) that found the socket full sent nothing.
+                let result = if result == -EAGAIN { 0 } else { result };
                 if result < 0 {
                     slot.send_error = NonZeroU16::new(-result as u16);
                     slot.unsent = Vec::new();
@@ -819,6 +827,8 @@ impl State {
                     slot.sent = 0;
                 } else {
                     slot.sent += result as u32;
+                    // Sent in part: the socket buffer is full.
+                    slot.send_blocked |= (slot.sent as usize) < slot.sending.len();
                     if (slot.sent as usize) < slot.sending.len() || !slot.unsent.is_empty() {
                         slot.armed |= 1 << OP_SEND;
                         self.to_send.push(token);
