@@ -159,6 +159,9 @@ struct Slot {
     /// The last receive ended with `ENOBUFS`: until [`State::rearm_starved`] re-arms it, reads
     /// are `read` syscalls and readiness a poll, as on epoll.
     starved: bool,
+    /// A connected stream whose receive was never armed: its first read is a `read` syscall,
+    /// and only a read that finds nothing arms the receive (see [`Reactor::register`]).
+    read_direct: bool,
     fd: RawFd,
 }
 
@@ -271,10 +274,18 @@ impl Reactor {
 
     pub(crate) fn register(&self, fd: BorrowedFd<'_>, ready: u8, kind: Kind) -> io::Result<usize> {
         let mut st = self.state.borrow_mut();
+        // An accepted connection nearly always has its request waiting (the listener defers
+        // the accept until it comes), so its first read is a plain `read`, as on epoll: a
+        // connection that takes one request and closes arms no receive at all, and cancels
+        // none, which cost more than the syscall (a new connection per request, `ab -c32`:
+        // 0.89x the CPU per connection, BENCHMARKS.md run V). A stream still connecting has
+        // nothing to read yet, and arms its receive on its first read.
+        let read_direct = kind == Kind::Stream && ready & WRITABLE != 0;
         let token = st.sources.insert(Slot {
             fd: fd.as_raw_fd(),
             kind,
             io: Readiness::new(ready),
+            read_direct,
             ..Slot::default()
         });
         match kind {
@@ -327,7 +338,9 @@ impl Reactor {
             (Kind::Readiness, _) => slot.io.is_ready(dir),
             (Kind::Acceptor, _) => slot.rare.as_ref().is_some_and(|r| !r.accepted.is_empty()),
             (Kind::Stream, Direction::Read) => {
-                slot.has_data() || (slot.starved && slot.io.ready & READABLE != 0)
+                slot.has_data()
+                    || slot.read_direct
+                    || (slot.starved && slot.io.ready & READABLE != 0)
             }
             (Kind::Stream, Direction::Write) => slot.writable(),
         };
@@ -393,7 +406,8 @@ impl Reactor {
             match slot.recv_end {
                 Some(0) => return Poll::Ready(Ok(0)),
                 Some(errno) => return Poll::Ready(Err(io::Error::from_raw_os_error(errno.into()))),
-                None if slot.starved => {
+                None if slot.starved || slot.read_direct => {
+                    slot.read_direct = false;
                     if let Poll::Ready(result) = st.read_starved(token, sink) {
                         return Poll::Ready(result);
                     }
@@ -600,8 +614,8 @@ impl State {
         unsafe { self.arm(token, OP_POLL, sqe) };
     }
 
-    /// A read on a starved stream: a `read` syscall through the scratch buffer, and a poll for
-    /// readiness when there is nothing.
+    /// A read on a starved stream, or a stream's first: a `read` syscall through the scratch
+    /// buffer; when there is nothing, a poll for readiness (starved) or the receive (first).
     fn read_starved(
         &mut self,
         token: usize,
