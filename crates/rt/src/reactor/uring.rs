@@ -408,7 +408,7 @@ impl Reactor {
                 Some(errno) => return Poll::Ready(Err(io::Error::from_raw_os_error(errno.into()))),
                 None if slot.starved || slot.read_direct => {
                     slot.read_direct = false;
-                    if let Poll::Ready(result) = st.read_starved(token, sink) {
+                    if let Poll::Ready(result) = st.read_plain(token, sink) {
                         return Poll::Ready(result);
                     }
                 }
@@ -614,9 +614,10 @@ impl State {
         unsafe { self.arm(token, OP_POLL, sqe) };
     }
 
-    /// A read on a starved stream, or a stream's first: a `read` syscall through the scratch
-    /// buffer; when there is nothing, a poll for readiness (starved) or the receive (first).
-    fn read_starved(
+    /// A read without the receive, on a starved stream or as a stream's first: a `read` syscall
+    /// through the scratch buffer; when there is nothing, a poll for readiness (starved) or the
+    /// receive (first).
+    fn read_plain(
         &mut self,
         token: usize,
         sink: &mut dyn FnMut(&[u8]) -> usize,
