@@ -3,8 +3,9 @@
 //! reactor owns receive and send buffers, so a request costs no syscall of its own).
 //!
 //! The choice lives here and only here: [`IoBackend::resolve`] picks one, [`Reactor`] dispatches
-//! to it. Listeners are readiness-driven on both drivers; streams ([`Kind::Stream`]) go through
-//! [`uring::Reactor::poll_recv`] / [`uring::Reactor::poll_send`] on io_uring.
+//! to it. UDP and Unix sockets are readiness-driven on both drivers; on io_uring, TCP listeners
+//! ([`Kind::Acceptor`]) accept through [`uring::Reactor::poll_accept`], and streams
+//! ([`Kind::Stream`]) go through [`uring::Reactor::poll_recv`] / [`uring::Reactor::poll_send`].
 
 mod epoll;
 pub(crate) mod uring;

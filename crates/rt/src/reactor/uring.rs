@@ -13,8 +13,10 @@
 //!   submitted with the wait. The bytes move to `sending`, untouched until the completion.
 //!   Writes wait (backpressure) once [`SEND_LIMIT`] bytes are queued; a send error is reported by
 //!   the next write or flush.
-//! - **Readiness** (listeners, and a connecting stream's first writability): a poll SQE, with the
-//!   same edge semantics as epoll.
+//! - **Accept** (TCP listeners): one accept SQE in flight, which waits for a connection first
+//!   unless the last one found more waiting (`accept`).
+//! - **Readiness** (UDP and Unix sockets, a connecting stream's first writability): a poll SQE,
+//!   with the same edge semantics as epoll.
 //! - **Drop**: the slot (and the memory the kernel sees) stays until the last completion of every
 //!   operation on it arrived: receives and polls are cancelled, queued bytes are still sent (as
 //!   `close` would), then the reactor closes the descriptor. Dropping the reactor (its worker
@@ -27,10 +29,10 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::mem::{offset_of, ManuallyDrop, MaybeUninit};
+use std::mem::{offset_of, ManuallyDrop};
 use std::net::{Shutdown, SocketAddr};
 use std::num::NonZeroU16;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -38,13 +40,14 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use rustix::event::epoll::EventFlags;
 use rustix::event::PollFlags;
 use rustix::io::Errno;
-use rustix::net::addr::{SocketAddrLen, SocketAddrStorage};
-use rustix::net::{SendFlags, SocketAddrAny};
+use rustix::net::SendFlags;
 use slab::Slab;
 
 use super::{queue_waker, shutdown, Direction, Kind, Notifier, Readiness, READABLE, WRITABLE};
+use accept::{PeerAddr, ACCEPT_POLL_FIRST};
 use buf_ring::{BufRing, Received};
 
+mod accept;
 mod buf_ring;
 mod teardown;
 
@@ -176,13 +179,14 @@ struct Rare {
     /// kernel writes it); what it accepted.
     peer: Option<Box<PeerAddr>>,
     accepted: VecDeque<io::Result<(OwnedFd, SocketAddr)>>,
-}
-
-/// The peer's address an accept writes, and its length. Zeroed at first, so all of it is
-/// initialized.
-struct PeerAddr {
-    addr: MaybeUninit<SocketAddrStorage>,
-    len: SocketAddrLen,
+    /// [`Kind::Acceptor`]: the last accept found more connections waiting
+    /// (`IORING_CQE_F_SOCK_NONEMPTY`), so the next one takes one at once. Otherwise it waits
+    /// for one first ([`ACCEPT_POLL_FIRST`]): an accept that finds none has already made, and
+    /// must free, the new socket's inode and file, and then waits all the same. Under `ab -c32`
+    /// 0.11 such attempts per connection (BENCHMARKS.md, run W).
+    backlog: bool,
+    /// The accept in flight waits first.
+    poll_first: bool,
 }
 
 // A stream's slot is two cache lines, split where [`Slot`] says.
@@ -224,6 +228,9 @@ struct State {
     notifier_fd: RawFd,
     notified: bool,
     to_wake: Vec<Waker>,
+    /// The `ioprio` of an accept that waits for a connection first: [`ACCEPT_POLL_FIRST`], or 0
+    /// once an accept with it failed with `EINVAL` (a kernel before 6.10).
+    accept_ioprio: u16,
 }
 
 pub(crate) struct Reactor {
@@ -265,6 +272,7 @@ impl Reactor {
             notifier_fd: notifier.as_fd().as_raw_fd(),
             notified: false,
             to_wake: Vec::with_capacity(64),
+            accept_ioprio: ACCEPT_POLL_FIRST,
         };
         state.arm_notifier();
         Ok(Reactor {
@@ -361,25 +369,6 @@ impl Reactor {
         if slot.kind == Kind::Readiness {
             slot.io.clear(dir);
         }
-    }
-
-    /// The next accepted connection. One accept is kept in flight, so the next connection is
-    /// taken by the kernel while this one is served.
-    pub(crate) fn poll_accept(
-        &self,
-        token: usize,
-        cx: &Context<'_>,
-    ) -> Poll<io::Result<(OwnedFd, SocketAddr)>> {
-        let mut st = self.state.borrow_mut();
-        let rare = st.sources[token].rare.as_mut();
-        let accepted = rare.and_then(|r| r.accepted.pop_front());
-        if !st.sources[token].armed(OP_ACCEPT) {
-            st.arm_accept(token);
-        }
-        if accepted.is_none() {
-            st.sources[token].io.wait(Direction::Read, cx);
-        }
-        accepted.map_or(Poll::Pending, Poll::Ready)
     }
 
     /// Copies received bytes into `sink` (which takes what fits and returns how much) until it
@@ -545,6 +534,7 @@ const EINTR: i32 = Errno::INTR.raw_os_error();
 const EBUSY: i32 = Errno::BUSY.raw_os_error();
 const ENOBUFS: i32 = Errno::NOBUFS.raw_os_error();
 const EAGAIN: i32 = Errno::AGAIN.raw_os_error();
+const EINVAL: i32 = Errno::INVAL.raw_os_error();
 const ECANCELED: i32 = Errno::CANCELED.raw_os_error();
 
 /// An `io_uring_enter` result with the errors that only end the wait early taken as success:
@@ -660,26 +650,6 @@ impl State {
         } else if !slot.starved && !slot.armed(OP_RECV) {
             self.arm_recv(token);
         }
-    }
-
-    fn arm_accept(&mut self, token: usize) {
-        let slot = &mut self.sources[token];
-        let rare = slot.rare.get_or_insert_with(Box::default);
-        let peer = rare.peer.get_or_insert_with(|| {
-            Box::new(PeerAddr {
-                addr: MaybeUninit::zeroed(),
-                len: 0,
-            })
-        });
-        peer.len = size_of::<SocketAddrStorage>() as SocketAddrLen;
-        let flags = rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC;
-        let (addr, len) = (peer.addr.as_mut_ptr().cast(), &mut peer.len);
-        let sqe = opcode::Accept::new(types::Fd(slot.fd), addr, len);
-        let sqe = sqe.flags(flags.bits() as i32).build();
-        // SAFETY: `peer` is boxed in the slot's `rare`, neither replaced nor freed before the
-        // slot, which outlives the accept (`maybe_close`, `Reactor::drop`); it is read only after
-        // the completion.
-        unsafe { self.arm(token, OP_ACCEPT, sqe) };
     }
 
     fn arm_recv(&mut self, token: usize) {
@@ -854,27 +824,7 @@ impl State {
                     }
                 }
             }
-            OP_ACCEPT => {
-                queue_waker(&mut slot.io.reader, &mut self.to_wake);
-                let rare = slot.rare.as_mut().expect("an accept's address buffer");
-                if result >= 0 {
-                    // SAFETY: the kernel returned a new descriptor that nothing else owns.
-                    let fd = unsafe { OwnedFd::from_raw_fd(result) };
-                    let peer = rare.peer.as_ref().expect("an accept's address buffer");
-                    if !dropped {
-                        // SAFETY: `peer.addr` is initialized (zeroed, then written by the
-                        // accept) and at least `len` long.
-                        let addr = unsafe { SocketAddrAny::read(peer.addr.as_ptr(), peer.len) };
-                        let addr = SocketAddr::try_from(addr).map_err(|_| {
-                            io::Error::other("accepted socket without an IP peer address")
-                        });
-                        rare.accepted.push_back(addr.map(|addr| (fd, addr)));
-                    }
-                } else if result != -ECANCELED && !dropped {
-                    rare.accepted
-                        .push_back(Err(io::Error::from_raw_os_error(-result)));
-                }
-            }
+            OP_ACCEPT => self.complete_accept(token, result, flags, dropped),
             _ => unreachable!("unknown operation in user_data {data:#x}"),
         }
         if dropped {
