@@ -14,7 +14,8 @@ use crate::reactor::{self, uring, Direction, Kind, Reactor, READABLE, WRITABLE};
 /// An fd plus its reactor token. `!Send`: the registration belongs to this worker.
 ///
 /// On epoll the stream methods make the syscalls themselves; on io_uring a stream's reads and
-/// writes go through the reactor's buffers (`uring`), and only listeners use readiness.
+/// writes go through the reactor's buffers (`uring`), TCP listeners accept through the ring,
+/// and only UDP sockets and Unix listeners use readiness.
 pub(crate) struct Source {
     /// Handed to the reactor on drop (io_uring closes it once nothing is in flight on it).
     fd: ManuallyDrop<OwnedFd>,

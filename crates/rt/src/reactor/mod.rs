@@ -3,7 +3,7 @@
 //! reactor owns receive and send buffers, so a request costs no syscall of its own).
 //!
 //! The choice lives here and only here: [`IoBackend::resolve`] picks one, [`Reactor`] dispatches
-//! to it. UDP and Unix sockets are readiness-driven on both drivers; on io_uring, TCP listeners
+//! to it. UDP sockets and Unix listeners are readiness-driven on both drivers; on io_uring, TCP listeners
 //! ([`Kind::Acceptor`]) accept through [`uring::Reactor::poll_accept`], and streams
 //! ([`Kind::Stream`]) go through [`uring::Reactor::poll_recv`] / [`uring::Reactor::poll_send`].
 
@@ -218,7 +218,7 @@ fn wake_all(mut wakers: Vec<Waker>) -> Vec<Waker> {
 /// alike).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// Readiness only; the caller makes the syscalls (listeners).
+    /// Readiness only; the caller makes the syscalls (UDP sockets, Unix listeners).
     #[default]
     Readiness,
     /// A connected stream socket: reads and writes go through the reactor's buffers.

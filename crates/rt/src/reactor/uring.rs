@@ -15,7 +15,7 @@
 //!   the next write or flush.
 //! - **Accept** (TCP listeners): one accept SQE in flight, which waits for a connection first
 //!   unless the last one found more waiting (`accept`).
-//! - **Readiness** (UDP and Unix sockets, a connecting stream's first writability): a poll SQE,
+//! - **Readiness** (UDP sockets, Unix listeners, a connecting stream's first writability): a poll SQE,
 //!   with the same edge semantics as epoll.
 //! - **Drop**: the slot (and the memory the kernel sees) stays until the last completion of every
 //!   operation on it arrived: receives and polls are cancelled, queued bytes are still sent (as
@@ -187,6 +187,9 @@ struct Rare {
     backlog: bool,
     /// The accept in flight waits first.
     poll_first: bool,
+    /// The accept in flight is made again without [`ACCEPT_POLL_FIRST`], after `EINVAL`: if
+    /// it fails with `EINVAL` too, the flag was not the cause (a socket not listening).
+    poll_first_refused: bool,
 }
 
 // A stream's slot is two cache lines, split where [`Slot`] says.
@@ -229,7 +232,7 @@ struct State {
     notified: bool,
     to_wake: Vec<Waker>,
     /// The `ioprio` of an accept that waits for a connection first: [`ACCEPT_POLL_FIRST`], or 0
-    /// once an accept with it failed with `EINVAL` (a kernel before 6.10).
+    /// once an accept failed with `EINVAL` with it and not without it (a kernel before 6.10).
     accept_ioprio: u16,
 }
 

@@ -1,4 +1,4 @@
-//! Listeners on io_uring: one accept in flight per listener, which writes the peer's address
+//! TCP listeners on io_uring: one accept in flight per listener, which writes the peer's address
 //! into a buffer of the listener's slot, and waits for a connection first unless the last one
 //! said more were waiting.
 
@@ -79,9 +79,15 @@ impl State {
         queue_waker(&mut slot.io.reader, &mut self.to_wake);
         let rare = slot.rare.as_mut().expect("an accept's address buffer");
         rare.backlog = cqueue::sock_nonempty(flags);
+        if std::mem::take(&mut rare.poll_first_refused) && result == -EINVAL {
+            // Refused without the flag too: not the flag's fault. The error goes to the caller.
+            self.accept_ioprio = ACCEPT_POLL_FIRST;
+        }
         if result == -EINVAL && rare.poll_first {
-            // A kernel without `ACCEPT_POLL_FIRST`; the reader, woken, accepts again without it.
+            // Perhaps a kernel without `ACCEPT_POLL_FIRST`. The next `poll_accept` (the reader
+            // is woken, if one waits) accepts again without it.
             self.accept_ioprio = 0;
+            rare.poll_first_refused = true;
         } else if result >= 0 {
             // SAFETY: the kernel returned a new descriptor that nothing else owns.
             let fd = unsafe { OwnedFd::from_raw_fd(result) };
@@ -116,69 +122,96 @@ fn with_ioprio(sqe: squeue::Entry, ioprio: u16) -> squeue::Entry {
 mod tests {
     use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsFd;
+    use std::ptr::null_mut;
     use std::task::{Poll, Waker};
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::reactor::{Kind, Notifier};
+    use crate::reactor::{uring_probe, Kind, Notifier};
 
     #[test]
-    fn ioprio_is_the_entrys_third_and_fourth_bytes() {
-        let sqe = opcode::Nop::new().build().user_data(7);
-        // SAFETY: an `Entry` is 64 bytes of plain data (see `with_ioprio`).
-        let raw: [u8; 64] = unsafe { std::mem::transmute(with_ioprio(sqe, 0x0102)) };
-        assert_eq!(raw[0], 0, "the opcode (IORING_OP_NOP) is untouched");
-        assert_eq!(u16::from_ne_bytes([raw[2], raw[3]]), 0x0102);
-        assert_eq!(
-            u64::from_ne_bytes(raw[32..40].try_into().unwrap()),
-            7,
-            "user_data"
+    fn ioprio_is_where_the_crate_writes_it() {
+        // `AcceptMulti` is the one entry the crate gives an `ioprio` (`IORING_ACCEPT_MULTISHOT`,
+        // 1); an `Accept` given that `ioprio` by hand must come out byte for byte the same.
+        let by_hand = with_ioprio(
+            opcode::Accept::new(types::Fd(3), null_mut(), null_mut()).build(),
+            1,
         );
+        let by_crate = opcode::AcceptMulti::new(types::Fd(3)).build();
+        // SAFETY: an `Entry` is 64 bytes of plain data (see `with_ioprio`).
+        let bytes = |e: squeue::Entry| unsafe { std::mem::transmute::<_, [u8; 64]>(e) };
+        assert_eq!(bytes(by_hand), bytes(by_crate));
     }
 
-    /// Accepts `n` connections through `reactor`, every other one connected before the
-    /// accept is armed, the others while it waits; returns the clients.
-    fn accept_each(reactor: &Reactor, listener: &TcpListener, n: usize) -> Vec<TcpStream> {
+    /// A reactor and a listener registered with it; `None` (the test skips) without io_uring.
+    fn setup() -> Option<(TcpListener, Notifier, Reactor, usize)> {
+        if let Err(why) = uring_probe() {
+            eprintln!("skipping: no io_uring here ({why})");
+            return None;
+        }
+        // First, so dropped last: the reactor ends its accept before the listener closes.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let notifier = Notifier::new().unwrap();
+        let reactor = Reactor::new(&notifier).unwrap();
         let token = reactor
             .register(listener.as_fd(), 0, Kind::Acceptor)
-            .expect("register the listener");
+            .unwrap();
+        Some((listener, notifier, reactor, token))
+    }
+
+    /// Runs the reactor until `poll_accept` yields a connection.
+    fn accept_one(reactor: &Reactor, token: usize) {
+        let cx = Context::from_waker(Waker::noop());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Poll::Ready(accepted) = reactor.poll_accept(token, &cx) {
+                accepted.expect("a connection");
+                return;
+            }
+            assert!(Instant::now() < deadline, "no connection accepted in 10 s");
+            reactor.poll(Some(Instant::now() + Duration::from_millis(100)));
+        }
+    }
+
+    /// Accepts `n` connections: every other one connected before the accept is submitted, the
+    /// others once it waits in the kernel. Returns the clients.
+    fn accept_each(
+        listener: &TcpListener,
+        reactor: &Reactor,
+        token: usize,
+        n: usize,
+    ) -> Vec<TcpStream> {
         let cx = Context::from_waker(Waker::noop());
         let mut clients = Vec::new();
         for i in 0..n {
-            if i % 2 == 0 {
-                clients.push(TcpStream::connect(listener.local_addr().unwrap()).unwrap());
+            if i % 2 == 1 {
+                assert!(reactor.poll_accept(token, &cx).is_pending());
+                reactor.poll(Some(Instant::now() + Duration::from_millis(20))); // submitted
             }
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                if let Poll::Ready(accepted) = reactor.poll_accept(token, &cx) {
-                    accepted.expect("a connection");
-                    break;
-                }
-                assert!(Instant::now() < deadline, "connection {i} never accepted");
-                if i % 2 == 1 && clients.len() == i {
-                    // Connected only once the accept waits.
-                    clients.push(TcpStream::connect(listener.local_addr().unwrap()).unwrap());
-                }
-                reactor.poll(Some(Instant::now() + Duration::from_millis(100)));
-            }
+            clients.push(TcpStream::connect(listener.local_addr().unwrap()).unwrap());
+            accept_one(reactor, token);
         }
         clients
     }
 
+    fn rare(reactor: &Reactor, token: usize) -> (bool, bool) {
+        let st = reactor.state.borrow();
+        let rare = st.sources[token]
+            .rare
+            .as_ref()
+            .expect("a listener's rare part");
+        (rare.backlog, rare.poll_first)
+    }
+
     #[test]
     fn a_kernel_that_refuses_the_poll_first_flag_gets_accepts_without_it() {
-        if crate::reactor::uring::probe().is_err() {
-            return; // no io_uring here: the epoll driver has nothing like it
-        }
-        // Declared first, dropped last: the reactor ends its accept before the listener closes.
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let notifier = Notifier::new().unwrap();
-        let reactor = Reactor::new(&notifier).unwrap();
+        let Some((listener, _notifier, reactor, token)) = setup() else {
+            return;
+        };
         // A flag no kernel knows stands for one the kernel does not know yet: the accept
         // fails with `EINVAL`, as `ACCEPT_POLL_FIRST` does before Linux 6.10.
         reactor.state.borrow_mut().accept_ioprio = 1 << 15;
-        let clients = accept_each(&reactor, &listener, 4);
-        assert_eq!(clients.len(), 4);
+        assert_eq!(accept_each(&listener, &reactor, token, 4).len(), 4);
         assert_eq!(
             reactor.state.borrow().accept_ioprio,
             0,
@@ -187,19 +220,65 @@ mod tests {
     }
 
     #[test]
-    fn accepts_that_wait_first_take_every_connection() {
-        if crate::reactor::uring::probe().is_err() {
+    fn a_socket_that_does_not_listen_is_an_error_and_keeps_the_flag() {
+        let Some((_listener, _notifier, reactor, _)) = setup() else {
             return;
+        };
+        use rustix::net::{socket, AddressFamily, SocketType};
+        let unlistening = socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+        let token = reactor
+            .register(unlistening.as_fd(), 0, Kind::Acceptor)
+            .unwrap();
+        let cx = Context::from_waker(Waker::noop());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let error = loop {
+            if let Poll::Ready(accepted) = reactor.poll_accept(token, &cx) {
+                break accepted.expect_err("accept on a socket that does not listen");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no answer from the accept in 10 s"
+            );
+            reactor.poll(Some(Instant::now() + Duration::from_millis(100)));
+        };
+        assert_eq!(error.raw_os_error(), Some(EINVAL));
+        // Refused with the flag and without it: the socket's fault, not the flag's.
+        assert_eq!(reactor.state.borrow().accept_ioprio, ACCEPT_POLL_FIRST);
+        reactor.deregister(token, unlistening);
+    }
+
+    #[test]
+    fn accepts_wait_first_unless_more_connections_were_waiting() {
+        let Some((listener, _notifier, reactor, token)) = setup() else {
+            return;
+        };
+        assert_eq!(accept_each(&listener, &reactor, token, 6).len(), 6);
+        if !kernel_at_least(6, 10) {
+            return; // no `ACCEPT_POLL_FIRST` nor `SOCK_NONEMPTY` to check
         }
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let notifier = Notifier::new().unwrap();
-        let reactor = Reactor::new(&notifier).unwrap();
-        let clients = accept_each(&reactor, &listener, 6);
-        assert_eq!(clients.len(), 6);
-        if kernel_at_least(6, 10) {
-            let ioprio = reactor.state.borrow().accept_ioprio;
-            assert_eq!(ioprio, ACCEPT_POLL_FIRST, "the kernel took the flag");
-        }
+        assert_eq!(
+            reactor.state.borrow().accept_ioprio,
+            ACCEPT_POLL_FIRST,
+            "the kernel took it"
+        );
+        // Three wait at once: the first accept says more are waiting, so the next one does
+        // not wait first; the last says none are, so the one after it does.
+        let addr = listener.local_addr().unwrap();
+        let _waiting: Vec<_> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(50)); // all three in the backlog
+        accept_one(&reactor, token);
+        assert_eq!(
+            rare(&reactor, token),
+            (true, false),
+            "the next accept takes one at once"
+        );
+        accept_one(&reactor, token);
+        accept_one(&reactor, token);
+        assert_eq!(
+            rare(&reactor, token),
+            (false, true),
+            "the next accept waits first"
+        );
     }
 
     fn kernel_at_least(major: u32, minor: u32) -> bool {
