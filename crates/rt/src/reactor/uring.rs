@@ -98,14 +98,22 @@ fn user_data(token: usize, op: u64) -> u64 {
 
 /// Whether this process can run the driver: Linux ≥ 6.0 (multishot receive) and a ring set up.
 pub(super) fn probe() -> io::Result<()> {
-    let uname = rustix::system::uname();
-    let release = uname.release().to_string_lossy();
-    let major: Option<u32> = release.split('.').next().and_then(|p| p.parse().ok());
-    if major.unwrap_or(0) < 6 {
+    if kernel_version() < (6, 0) {
+        let uname = rustix::system::uname();
+        let release = uname.release().to_string_lossy();
         let msg = format!("kernel {release} lacks multishot receive (needs 6.0)");
         return Err(io::Error::other(msg));
     }
     IoUring::new(8).map(drop)
+}
+
+/// The running kernel's (major, minor) version, from `uname` (`6.18.44-fc-v782`: (6, 18));
+/// 0 for what does not parse.
+fn kernel_version() -> (u32, u32) {
+    let uname = rustix::system::uname();
+    let release = uname.release().to_string_lossy();
+    let mut parts = release.split(['.', '-']).map(|p| p.parse().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
 }
 
 /// A registered descriptor.

@@ -253,7 +253,7 @@ mod tests {
             return;
         };
         assert_eq!(accept_each(&listener, &reactor, token, 6).len(), 6);
-        if !kernel_at_least(6, 10) {
+        if crate::reactor::uring::kernel_version() < (6, 10) {
             return; // no `ACCEPT_POLL_FIRST` nor `SOCK_NONEMPTY` to check
         }
         assert_eq!(
@@ -279,14 +279,5 @@ mod tests {
             (false, true),
             "the next accept waits first"
         );
-    }
-
-    fn kernel_at_least(major: u32, minor: u32) -> bool {
-        let uname = rustix::system::uname();
-        let release = uname.release().to_string_lossy();
-        let mut parts = release
-            .split(['.', '-'])
-            .map(|p| p.parse::<u32>().unwrap_or(0));
-        (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (major, minor)
     }
 }
