@@ -1,8 +1,10 @@
 //! Validators (`ETag`, `Last-Modified`), conditional requests (RFC 9110 §13) and byte ranges
 //! (RFC 9110 §14): what a request's header fields ask of a file, decided without any I/O.
+//! The `Range` field itself is read by `ranges`.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::ranges::{self, Span};
 use crate::Request;
 
 /// A file's validators, as sent with it.
@@ -98,12 +100,14 @@ impl Conditions {
 }
 
 /// What to answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Outcome {
     /// 200 with the whole file.
     Full,
     /// 206 with bytes `start..=end`.
     Partial { start: u64, end: u64 },
+    /// 206 with multipart/byteranges: two or more disjoint parts, in the order to send them.
+    Parts(Vec<Span>),
     /// 304.
     NotModified,
     /// 412.
@@ -153,7 +157,7 @@ pub(super) fn evaluate(
             return Ok(Outcome::Full);
         }
     }
-    byte_range(range, len)
+    ranges::evaluate(range, len)
 }
 
 /// Whether `*` or an entity tag of `list` matches `current` (`None`: nothing to match but
@@ -239,60 +243,6 @@ fn if_range_holds(value: &[u8], v: &Validators) -> Result<bool, &'static str> {
         Some(date) => Ok(date == v.modified),
         None => Err("malformed If-Range"),
     }
-}
-
-/// A `Range` field (§14.1.1) for a representation of `len` bytes. Ranges in a unit other
-/// than `bytes` are ignored (§14.2); so is a field asking for several ranges, answered with
-/// the whole file (a server may ignore `Range`, §14.2; volt sends no multipart/byteranges),
-/// and any range of an empty file (no `Content-Range` could describe a part of nothing).
-fn byte_range(field: &[u8], len: u64) -> Result<Outcome, &'static str> {
-    const BAD: &str = "malformed Range";
-    let field = field.trim_ascii();
-    let Some(eq) = field.iter().position(|&b| b == b'=') else {
-        return Err(BAD);
-    };
-    let unit = &field[..eq];
-    if unit.is_empty() || !unit.iter().all(u8::is_ascii_graphic) {
-        return Err(BAD);
-    }
-    if !unit.eq_ignore_ascii_case(b"bytes") {
-        return Ok(Outcome::Full);
-    }
-    let mut specs = volt_proto::list_elements(&field[eq + 1..]);
-    let Some(spec) = specs.next() else {
-        return Err(BAD);
-    };
-    let several = specs.next().is_some();
-    let Some(dash) = spec.iter().position(|&b| b == b'-') else {
-        return Err(BAD);
-    };
-    let (first, last) = (&spec[..dash], &spec[dash + 1..]);
-    let range = match (number(first), number(last)) {
-        // suffix-range: the last N bytes (§14.1.2), all of them if the file is shorter.
-        (None, Some(n)) if first.is_empty() => {
-            (n > 0).then(|| (len.saturating_sub(n), len.saturating_sub(1)))
-        }
-        (Some(a), None) if last.is_empty() => (a < len).then(|| (a, len.saturating_sub(1))),
-        (Some(a), Some(b)) if a <= b => (a < len).then(|| (a, b.min(len.saturating_sub(1)))),
-        _ => return Err(BAD),
-    };
-    if several || len == 0 {
-        return Ok(Outcome::Full);
-    }
-    Ok(match range {
-        Some((start, end)) => Outcome::Partial { start, end },
-        None => Outcome::Unsatisfiable,
-    })
-}
-
-/// `1*DIGIT` as a number, saturating (a position past any file is simply past its end).
-fn number(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(digits.iter().fold(0u64, |n, &d| {
-        n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
-    }))
 }
 
 #[cfg(test)]
@@ -415,7 +365,11 @@ mod tests {
             ask(&[("range", "bytes=99999999999999999999999-")]),
             Ok(Unsatisfiable)
         );
-        assert_eq!(ask(&[("range", "bytes=0-1,5-9")]), Ok(Full));
+        let span = |start, end| Span { start, end };
+        assert_eq!(
+            ask(&[("range", "bytes=0-1,500-509")]),
+            Ok(Parts(vec![span(0, 1), span(500, 509)]))
+        );
         assert_eq!(ask(&[("range", "lines=1-2")]), Ok(Full));
         for bad in [
             "bytes=5-1",
@@ -451,6 +405,10 @@ mod tests {
         let other_date = "Sun, 06 Nov 1994 08:49:38 GMT";
         assert_eq!(ask(&[range, ("if-range", other_date)]), Ok(Full));
         assert!(ask(&[range, ("if-range", "soon")]).is_err());
+        // Several ranges too: a false If-Range is the whole file.
+        let several = ("range", "bytes=0-0,500-509");
+        assert_eq!(ask(&[several, ("if-range", "\"old\"")]), Ok(Full));
+        assert!(matches!(ask(&[several, ("if-range", &tag)]), Ok(Parts(_))));
         // Without Range, If-Range is ignored (§13.1.5), even malformed.
         assert_eq!(ask(&[("if-range", "soon")]), Ok(Full));
     }

@@ -2,15 +2,18 @@
 //! requests and byte ranges, redirects and index pages for directories, and HTML listings.
 //!
 //! `path` makes a request path safe to look up, `conditional` decides what the request's
-//! header fields ask for, `listing` writes directory pages, `mime` names types, `file_body`
-//! streams a file off the worker. This module does the lookup (on the blocking pool) and
-//! builds the response.
+//! header fields ask for and `ranges` which parts its `Range` field gets, `multipart` lays
+//! several parts out as multipart/byteranges, `listing` writes directory pages, `mime` names
+//! types, `file_body` reads a body off the worker. This module does the lookup (on the
+//! blocking pool) and builds the response.
 
 mod conditional;
 mod file_body;
 mod listing;
 mod mime;
+mod multipart;
 mod path;
+mod ranges;
 
 use std::ffi::OsString;
 use std::fs::{self, File};
@@ -23,8 +26,9 @@ use http::header::{HeaderName, HeaderValue};
 use http::{Method, StatusCode};
 
 use self::conditional::{Conditions, Outcome, Validators};
-use self::file_body::{FileChunks, CHUNK};
+use self::file_body::{FileChunks, Piece, CHUNK};
 use self::listing::Entry;
+use self::multipart::Multipart;
 use crate::body::Body;
 use crate::coding::{Accepted, Coding};
 use crate::response::{IntoResponse, Response};
@@ -51,15 +55,15 @@ const INDEX: &str = "index.html";
 /// ```
 ///
 /// A file is answered with `Content-Type` (by extension), `Content-Length`, `Last-Modified`,
-/// a strong `ETag` and `Accept-Ranges: bytes`; conditional requests (RFC 9110 §13) and a single
-/// byte range (§14) are honoured. A directory asked for without its trailing `/` is
-/// redirected (301) to it; with it, its `index.html` is served, else a listing (unless
-/// [`ServeDir::listing`] turned them off: 404). Paths with `.` or `..` segments, empty
-/// segments, encoded slashes, backslashes or NULs are refused (400); dotfiles answer 404
-/// unless [`ServeDir::dotfiles`]; so does a symbolic link that leads out of the directory,
-/// unless [`ServeDir::follow_links_out`]. Files are read on volt-rt's blocking pool, never
-/// on a worker. With [`ServeDir::precompressed`], a `name.br` or `name.gz` beside `name` is
-/// served in its place to clients that accept that coding.
+/// a strong `ETag` and `Accept-Ranges: bytes`; conditional requests (RFC 9110 §13) and byte
+/// ranges (§14) are honoured, several ranges with multipart/byteranges (§14.6). A directory
+/// asked for without its trailing `/` is redirected (301) to it; with it, its `index.html`
+/// is served, else a listing (unless [`ServeDir::listing`] turned them off: 404). Paths with
+/// `.` or `..` segments, empty segments, encoded slashes, backslashes or NULs are refused
+/// (400); dotfiles answer 404 unless [`ServeDir::dotfiles`]; so does a symbolic link that
+/// leads out of the directory, unless [`ServeDir::follow_links_out`]. Files are read on
+/// volt-rt's blocking pool, never on a worker. With [`ServeDir::precompressed`], a `name.br`
+/// or `name.gz` beside `name` is served in its place to clients that accept that coding.
 #[derive(Clone, Debug)]
 pub struct ServeDir {
     root: Arc<Path>,
@@ -201,10 +205,13 @@ enum Answer {
 
 struct FileAnswer {
     file: File,
-    content_type: &'static str,
+    /// The body's type: the file's, or multipart/byteranges with its boundary.
+    content_type: HeaderValue,
     len: u64,
     validators: Validators,
     outcome: Outcome,
+    /// What a 200 or 206 sends (nothing for other answers).
+    pieces: Vec<Piece>,
     /// The body, read with the lookup when it is at most one chunk.
     data: Option<bytes::Bytes>,
     /// The coding of the precompressed copy served, if one is.
@@ -337,24 +344,32 @@ impl Lookup {
             Ok(outcome) => outcome,
             Err(message) => return Answer::BadField(message),
         };
-        let span = match outcome {
-            Outcome::Full => Some((0, len)),
-            Outcome::Partial { start, end } => Some((start, end + 1 - start)),
-            _ => None,
+        let file_type = mime::content_type(name);
+        let mut content_type = HeaderValue::from_static(file_type);
+        let pieces = match &outcome {
+            Outcome::Full => vec![Piece::File(0..len)],
+            Outcome::Partial { start, end } => vec![Piece::File(*start..end + 1)],
+            Outcome::Parts(parts) => {
+                let multipart = Multipart::new(parts, len, file_type, coding.map(Coding::token));
+                content_type = HeaderValue::from_str(&multipart.content_type()).expect("ASCII");
+                multipart.pieces
+            }
+            _ => Vec::new(),
         };
         let mut data = None;
-        if let Some((at, n)) = span.filter(|&(_, n)| !self.head && n <= CHUNK) {
-            match file_body::read_at(&file, at, n) {
+        if !self.head && !pieces.is_empty() && file_body::body_len(&pieces) <= CHUNK {
+            match file_body::read_whole(&file, &pieces) {
                 Ok(bytes) => data = Some(bytes),
                 Err(e) => return failed(e),
             }
         }
         Answer::File(FileAnswer {
             file,
-            content_type: mime::content_type(name),
+            content_type,
             len,
             validators,
             outcome,
+            pieces,
             data,
             coding,
             vary: self.options.precompressed,
@@ -463,10 +478,14 @@ impl FileAnswer {
             len,
             validators,
             outcome,
+            pieces,
             data,
             coding,
             vary,
         } = self;
+        // The parts of a multipart answer name their coding in their own heads: the
+        // multipart body itself is not encoded.
+        let multipart = matches!(outcome, Outcome::Parts(_));
         let header = |v: String| HeaderValue::from_str(&v).expect("ASCII");
         let etag = (http::header::ETAG, header(validators.etag.clone()));
         let modified = (
@@ -483,8 +502,8 @@ impl FileAnswer {
             }
             // On the copy's bytes, whole or a part; not on a 304 (no body) or a 416 (an
             // error text).
-            let of_copy = matches!(r.status(), StatusCode::OK | StatusCode::PARTIAL_CONTENT);
-            if let Some(coding) = coding.filter(|_| of_copy) {
+            let content = matches!(r.status(), StatusCode::OK | StatusCode::PARTIAL_CONTENT);
+            if let Some(coding) = coding.filter(|_| content && !multipart) {
                 let token = HeaderValue::from_static(coding.token());
                 r.append_header(http::header::CONTENT_ENCODING, token);
             }
@@ -494,24 +513,27 @@ impl FileAnswer {
             }
             r
         };
-        let body = |start: u64, n: u64| match data {
+        let body = || match data {
             Some(bytes) => Body::from(bytes),
-            None => Body::sized_stream(n, FileChunks::new(file, start, start + n)),
+            None => Body::sized_stream(file_body::body_len(&pieces), FileChunks::new(file, pieces)),
         };
-        let content =
-            Response::new(StatusCode::OK).with_content_type(HeaderValue::from_static(content_type));
+        let content = Response::new(StatusCode::OK).with_content_type(content_type);
         match outcome {
-            Outcome::Full => with(
-                content.with_body(body(0, len)),
-                vec![etag, modified, ranges],
-            ),
+            Outcome::Full => with(content.with_body(body()), vec![etag, modified, ranges]),
             Outcome::Partial { start, end } => {
                 let range = header(format!("bytes {start}-{end}/{len}"));
                 let r = content
                     .with_status(StatusCode::PARTIAL_CONTENT)
-                    .with_body(body(start, end + 1 - start));
+                    .with_body(body());
                 let content_range = (http::header::CONTENT_RANGE, range);
                 with(r, vec![content_range, etag, modified, ranges])
+            }
+            // §15.3.7.2: no `Content-Range` in the head, each part has its own.
+            Outcome::Parts(_) => {
+                let r = content
+                    .with_status(StatusCode::PARTIAL_CONTENT)
+                    .with_body(body());
+                with(r, vec![etag, modified, ranges])
             }
             // RFC 9110 §15.4.5: a 304 carries the validators a 200 would have.
             Outcome::NotModified => with(
