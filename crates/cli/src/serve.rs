@@ -15,7 +15,8 @@ Examples:
   volt serve public --addr 0.0.0.0:8080 --workers 4
   volt serve site --no-listing    # directories without index.html answer 404
   volt serve site --cgi-bin cgi   # and the scripts in ./cgi at /cgi-bin/NAME (RFC 3875)
-  volt serve dist --precompressed --compress   # app.js.br/.gz if there, else compress")]
+  volt serve dist --precompressed --compress   # app.js.br/.gz if there, else compress
+  volt serve dist --cache-control 'public, max-age=3600'")]
 pub(crate) struct ServeArgs {
     /// The directory to serve
     #[arg(value_name = "DIR", default_value = ".")]
@@ -44,6 +45,19 @@ pub(crate) struct ServeArgs {
     /// Compress text answers (gzip or br, as the client accepts) on the fly
     #[arg(long)]
     compress: bool,
+
+    /// Send this Cache-Control with files (200, 206, 304), not with errors or listings
+    #[arg(long, value_name = "VALUE", value_parser = header_value)]
+    cache_control: Option<String>,
+}
+
+/// A value `ServeDir::cache_control` takes: refused here, as a usage error, rather than
+/// panicking there.
+fn header_value(value: &str) -> Result<String, String> {
+    match volt_http::HeaderValue::from_str(value) {
+        Ok(_) => Ok(value.to_owned()),
+        Err(_) => Err("not a valid header value (control characters?)".to_owned()),
+    }
 }
 
 /// Serves until Ctrl-C (or SIGTERM), then shuts down gracefully. A directory that is not one
@@ -91,9 +105,12 @@ pub(crate) fn serve(args: ServeArgs) -> ExitCode {
         server.local_addr()
     );
     let _ = out.flush();
-    let files = ServeDir::new(args.dir)
+    let mut files = ServeDir::new(args.dir)
         .listing(!args.no_listing)
         .precompressed(args.precompressed);
+    if let Some(value) = &args.cache_control {
+        files = files.cache_control(value);
+    }
     let served = match args.cgi_bin {
         Some(scripts) => {
             let app = Router::new()

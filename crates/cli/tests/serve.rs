@@ -1,5 +1,6 @@
 //! `volt serve` as a user runs it: it prints where it serves, serves a file, and stops
-//! gracefully on Ctrl-C (SIGINT); CGI beside the files; precompressed copies and compression.
+//! gracefully on Ctrl-C (SIGINT); CGI beside the files; precompressed copies and compression;
+//! `Cache-Control`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -134,16 +135,49 @@ fn serves_cgi_scripts_beside_the_files() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-#[test]
-fn a_missing_directory_is_a_usage_error() {
+/// Runs `volt serve ARGS`, which must fail as a usage error (exit 2, nothing on stdout);
+/// what it wrote to stderr.
+fn usage_error(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_volt"))
-        .args(["serve", "/nonexistent/volt/dir", "--addr", "127.0.0.1:0"])
+        .arg("serve")
+        .args(args)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_missing_directory_is_a_usage_error() {
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
+        usage_error(&["/nonexistent/volt/dir", "--addr", "127.0.0.1:0"]),
         "error: `/nonexistent/volt/dir` is not a directory\n"
     );
-    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn sends_the_cache_control_asked_for_with_files() {
+    let dir = std::env::temp_dir().join(format!("volt-serve-cc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+    let flags = ["--cache-control".as_ref(), "max-age=60, immutable".as_ref()];
+    let (mut child, addr) = start(&[dir.as_os_str(), flags[0], flags[1]]);
+    let file = get(&addr, "/a.txt");
+    assert!(
+        file.contains("\r\ncache-control: max-age=60, immutable\r\n"),
+        "{file}"
+    );
+    let missing = get(&addr, "/missing.txt");
+    assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
+    assert!(!missing.contains("cache-control"), "{missing}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_invalid_cache_control_is_a_usage_error() {
+    let err = usage_error(&["--addr", "127.0.0.1:0", "--cache-control", "a\nb"]);
+    assert!(err.contains("not a valid header value"), "{err}");
 }

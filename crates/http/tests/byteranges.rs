@@ -1,7 +1,7 @@
 //! `ServeDir` answering several byte ranges with multipart/byteranges (RFC 9110 §14.6), over a
 //! real socket: exact bodies for two and three parts, coalescing, the order kept, dropped
 //! unsatisfiable ranges, the cap on parts, a body too large to read whole, HEAD, If-Range,
-//! precompressed copies, HTTP/2.
+//! precompressed copies, HTTP/2; and `ServeDir::cache_control`.
 
 mod common;
 mod h2common;
@@ -341,4 +341,61 @@ fn over_http2_too() {
         );
         assert!(r.body == expected, "the body differs");
     });
+}
+
+#[test]
+fn cache_control_is_sent_with_file_answers_only() {
+    let dir = Dir::new();
+    let files = ServeDir::new(&dir.0).cache_control("public, max-age=3600");
+    let server = common::start(files);
+    let cache_control = |r: &RawResponse| r.header("cache-control").map(str::to_owned);
+    let expected = Some("public, max-age=3600".to_owned());
+    let r = get_with(&server, "/offsets.txt", "");
+    assert_eq!((r.status, cache_control(&r)), (200, expected.clone()));
+    let etag = r.header("etag").unwrap().to_owned();
+    let with = |fields: &str| {
+        let r = get_with(&server, "/offsets.txt", fields);
+        (r.status, cache_control(&r))
+    };
+    assert_eq!(with("Range: bytes=0-1\r\n"), (206, expected.clone()));
+    assert_eq!(
+        with("Range: bytes=0-1,100-101\r\n"),
+        (206, expected.clone())
+    );
+    assert_eq!(
+        with(&format!("If-None-Match: {etag}\r\n")),
+        (304, expected.clone())
+    );
+    // Errors, redirects and listings have none.
+    assert_eq!(with("Range: bytes=500-\r\n"), (416, None));
+    assert_eq!(with("If-Match: \"x\"\r\n"), (412, None));
+    assert_eq!(with("Range: bytes=x\r\n"), (400, None));
+    for (path, status) in [("/missing.txt", 404), ("/sub", 301), ("/sub/", 200)] {
+        let r = get_with(&server, path, "");
+        assert_eq!((r.status, cache_control(&r)), (status, None), "{path}");
+    }
+    // The whole head of a 304: the validators, then Cache-Control.
+    let r = get_with(
+        &server,
+        "/offsets.txt",
+        &format!("If-None-Match: {etag}\r\n"),
+    );
+    let modified = r.header("last-modified").unwrap();
+    assert_eq!(
+        r.text(),
+        format!(
+            "HTTP/1.1 304 Not Modified\r\nServer: volt\r\nDate: <date>\r\n\
+             etag: {etag}\r\nlast-modified: {modified}\r\ncache-control: public, max-age=3600\r\n\r\n"
+        )
+    );
+    // Off by default.
+    drop(server);
+    let server = common::start(ServeDir::new(&dir.0));
+    assert_eq!(cache_control(&get_with(&server, "/offsets.txt", "")), None);
+}
+
+#[test]
+#[should_panic(expected = "invalid Cache-Control value")]
+fn an_invalid_cache_control_value_panics() {
+    let _ = ServeDir::new(".").cache_control("max-age=1\r\nSet-Cookie: x=1");
 }

@@ -63,11 +63,14 @@ const INDEX: &str = "index.html";
 /// (400); dotfiles answer 404 unless [`ServeDir::dotfiles`]; so does a symbolic link that
 /// leads out of the directory, unless [`ServeDir::follow_links_out`]. Files are read on
 /// volt-rt's blocking pool, never on a worker. With [`ServeDir::precompressed`], a `name.br`
-/// or `name.gz` beside `name` is served in its place to clients that accept that coding.
+/// or `name.gz` beside `name` is served in its place to clients that accept that coding;
+/// with [`ServeDir::cache_control`], file answers carry that `Cache-Control`.
 #[derive(Clone, Debug)]
 pub struct ServeDir {
     root: Arc<Path>,
     options: Options,
+    /// The `Cache-Control` of file answers, if any.
+    cache_control: Option<HeaderValue>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -89,6 +92,7 @@ impl ServeDir {
                 follow_links_out: false,
                 precompressed: false,
             },
+            cache_control: None,
         }
     }
 
@@ -132,6 +136,20 @@ impl ServeDir {
         self
     }
 
+    /// A `Cache-Control` value for file answers (default: none, and caches guess a lifetime
+    /// from `Last-Modified`, RFC 9111 §4.2.2). It is sent with every 200, 206 and 304 of a
+    /// file (a 304 carries what the 200 would, RFC 9110 §15.4.5), not with errors, redirects
+    /// or listings (a listing changes whenever the directory does).
+    ///
+    /// # Panics
+    /// If `value` is not a valid header value (a control character, a line break), as
+    /// [`Response::with_header`] does.
+    pub fn cache_control(mut self, value: &str) -> ServeDir {
+        let value = HeaderValue::from_str(value).expect("invalid Cache-Control value");
+        self.cache_control = Some(value);
+        self
+    }
+
     async fn serve(&self, req: Request) -> Response {
         let method = req.method();
         if *method != Method::GET && *method != Method::HEAD {
@@ -164,7 +182,7 @@ impl ServeDir {
             Ok(found) => found,
             Err(_) => Answer::Failed(io::Error::other("the file lookup panicked")),
         };
-        found.into_response(&req)
+        found.into_response(&req, self.cache_control.as_ref())
     }
 }
 
@@ -412,7 +430,8 @@ fn failed(e: io::Error) -> Answer {
 }
 
 impl Answer {
-    fn into_response(self, req: &Request) -> Response {
+    /// The response; a file's carries `cache_control`.
+    fn into_response(self, req: &Request, cache_control: Option<&HeaderValue>) -> Response {
         match self {
             Answer::NotFound => Error::not_found().into_response(),
             Answer::Forbidden => Error::new(StatusCode::FORBIDDEN, "forbidden").into_response(),
@@ -423,7 +442,7 @@ impl Answer {
             }
             Answer::BadField(message) => Error::bad_request(message).into_response(),
             Answer::Redirect => redirect(req),
-            Answer::File(file) => file.into_response(),
+            Answer::File(file) => file.into_response(cache_control),
             Answer::Listing(entries, outcome) => match outcome {
                 Outcome::NotModified => Response::new(StatusCode::NOT_MODIFIED),
                 Outcome::PreconditionFailed => precondition_failed(),
@@ -471,7 +490,7 @@ fn precondition_failed() -> Response {
 }
 
 impl FileAnswer {
-    fn into_response(self) -> Response {
+    fn into_response(self, cache_control: Option<&HeaderValue>) -> Response {
         let FileAnswer {
             file,
             content_type,
@@ -510,6 +529,11 @@ impl FileAnswer {
             if vary {
                 let accept_encoding = HeaderValue::from_static("Accept-Encoding");
                 r.append_header(http::header::VARY, accept_encoding);
+            }
+            // RFC 9110 §15.3.7 and §15.4.5: a 206 and a 304 carry what the 200 would.
+            let cached = content || r.status() == StatusCode::NOT_MODIFIED;
+            if let Some(value) = cache_control.filter(|_| cached) {
+                r.append_header(http::header::CACHE_CONTROL, value.clone());
             }
             r
         };
