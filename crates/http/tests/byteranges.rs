@@ -10,9 +10,8 @@ use std::fs;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bytes::Bytes;
 use common::{RawResponse, TestServer, XorShift};
-use h2common::{connect_h2c, send};
+use h2common::get_h2c;
 use volt_http::ServeDir;
 
 /// `offsets.txt`: 20 lines of 10 bytes, each its own offset (`000000120\n` at 120), so any
@@ -320,27 +319,17 @@ fn a_precompressed_copy_has_parts_of_its_own_bytes() {
 #[test]
 fn over_http2_too() {
     let (_dir, server) = serve();
-    let addr = server.addr();
-    volt_rt::block_on(async move {
-        let mut h2 = connect_h2c(addr).await;
-        let req = http::Request::get("http://t/big.bin")
-            .header("range", "bytes=-100000,0-9")
-            .body(())
-            .unwrap();
-        let r = send(&mut h2, req, Bytes::new()).await;
-        assert_eq!(r.status, 206);
-        let content_type = r.headers["content-type"].to_str().unwrap();
-        let b = content_type
-            .strip_prefix("multipart/byteranges; boundary=")
-            .unwrap();
-        let parts = [(200_000, 299_999), (0, 9)];
-        let expected = multipart(b, OCTETS, &big(), &parts);
-        assert_eq!(
-            r.headers["content-length"],
-            expected.len().to_string().as_str()
-        );
-        assert!(r.body == expected, "the body differs");
-    });
+    let range = [("range", "bytes=-100000,0-9")];
+    let r = volt_rt::block_on(get_h2c(server.addr(), "/big.bin", &range));
+    assert_eq!(r.status, 206);
+    let content_type = r.headers["content-type"].to_str().unwrap();
+    let b = content_type
+        .strip_prefix("multipart/byteranges; boundary=")
+        .unwrap();
+    let expected = multipart(b, OCTETS, &big(), &[(200_000, 299_999), (0, 9)]);
+    let length = expected.len().to_string();
+    assert_eq!(r.headers["content-length"], length.as_str());
+    assert!(r.body == expected, "the body differs");
 }
 
 #[test]

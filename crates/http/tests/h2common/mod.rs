@@ -57,6 +57,16 @@ pub async fn send(
     read_response(response).await
 }
 
+/// One GET of `path` with the header `fields`, over a new h2c connection.
+pub async fn get_h2c(addr: SocketAddr, path: &str, fields: &[(&str, &str)]) -> H2Response {
+    let mut client = connect_h2c(addr).await;
+    let mut req = http::Request::get(format!("http://t{path}"));
+    for &(name, value) in fields {
+        req = req.header(name, value);
+    }
+    send(&mut client, req.body(()).unwrap(), Bytes::new()).await
+}
+
 /// Sends `body` within the stream's flow-control window.
 pub async fn send_body(stream: &mut h2::SendStream<Bytes>, mut body: Bytes) {
     while !body.is_empty() {
