@@ -166,8 +166,9 @@ impl WebSocketBuilder {
     /// 8441), shared with its other requests, instead of on a connection of its own: an
     /// extended `CONNECT` with `:protocol websocket`, answered 200. The connection is the one
     /// the client would use for a request to the URL: over TLS the server must choose h2 by
-    /// ALPN, and a `ws:` URL needs [`ClientBuilder::http2_prior_knowledge`]
-    /// (super::ClientBuilder::http2_prior_knowledge). The server must have announced
+    /// ALPN, and a `ws:` URL needs
+    /// [`ClientBuilder::http2_prior_knowledge`](super::ClientBuilder::http2_prior_knowledge).
+    /// The server must have announced
     /// `SETTINGS_ENABLE_CONNECT_PROTOCOL`; a connection that has not within 1 s fails.
     pub fn http2(mut self) -> Self {
         self.http2 = true;
