@@ -26,7 +26,7 @@ enum Command {
     /// sweep over rates or connections.
     Bench(Box<BenchArgs>),
     /// Serve a directory's files over HTTP/1.1 and HTTP/2 (h2c): conditional requests, byte
-    /// ranges, index.html, directory listings.
+    /// ranges, index pages, directory listings.
     Serve(serve::ServeArgs),
 }
 

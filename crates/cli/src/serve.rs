@@ -13,10 +13,13 @@ use volt_http::{Cgi, Compress, Router, ServeDir, Server, Service};
 Examples:
   volt serve                      # the current directory at http://127.0.0.1:8000/
   volt serve public --addr 0.0.0.0:8080 --workers 4
-  volt serve site --no-listing    # directories without index.html answer 404
+  volt serve site --no-listing    # directories without an index page answer 404
+  volt serve site --index index.htm --index default.html   # index pages, tried in order
   volt serve site --cgi-bin cgi   # and the scripts in ./cgi at /cgi-bin/NAME (RFC 3875)
   volt serve dist --precompressed --compress   # app.js.br/.gz if there, else compress
-  volt serve dist --cache-control 'public, max-age=3600'")]
+  volt serve dist --cache-control 'public, max-age=3600'
+  volt serve dist --cache-control-for html=no-cache --cache-control-for 'js=max-age=31536000'
+  volt serve hls --mime ts=video/mp2t --mime m3u8=application/vnd.apple.mpegurl")]
 pub(crate) struct ServeArgs {
     /// The directory to serve
     #[arg(value_name = "DIR", default_value = ".")]
@@ -30,9 +33,17 @@ pub(crate) struct ServeArgs {
     #[arg(short = 'w', long, value_name = "N")]
     workers: Option<usize>,
 
-    /// Answer 404 for a directory without index.html instead of listing its entries
+    /// Answer 404 for a directory without an index page instead of listing its entries
     #[arg(long)]
     no_listing: bool,
+
+    /// A directory's index page, in place of index.html (repeatable: tried in order)
+    #[arg(long = "index", value_name = "NAME", value_parser = index_name)]
+    index_names: Vec<String>,
+
+    /// Serve files named *.EXT with this Content-Type (repeatable)
+    #[arg(long = "mime", value_name = "EXT=TYPE", value_parser = mime_type)]
+    mime_types: Vec<(String, String)>,
 
     /// Run the executables in this directory as CGI scripts at /cgi-bin/NAME (RFC 3875)
     #[arg(long, value_name = "DIR")]
@@ -49,15 +60,59 @@ pub(crate) struct ServeArgs {
     /// Send this Cache-Control with files (200, 206, 304), not with errors or listings
     #[arg(long, value_name = "VALUE", value_parser = header_value)]
     cache_control: Option<String>,
+
+    /// Send this Cache-Control with files named *.EXT instead (repeatable)
+    #[arg(long = "cache-control-for", value_name = "EXT=VALUE", value_parser = cache_control_for)]
+    cache_control_by_ext: Vec<(String, String)>,
 }
 
-/// A value `ServeDir::cache_control` takes: refused here, as a usage error, rather than
-/// panicking there.
+// The checks below refuse, as usage errors, the values `ServeDir`'s builder methods would
+// panic on.
+
+/// A value `ServeDir::cache_control` takes.
 fn header_value(value: &str) -> Result<String, String> {
     match volt_http::HeaderValue::from_str(value) {
         Ok(_) => Ok(value.to_owned()),
         Err(_) => Err("not a valid header value (control characters?)".to_owned()),
     }
+}
+
+/// A name `ServeDir::index_names` takes: one file name.
+fn index_name(name: &str) -> Result<String, String> {
+    let one_segment = !matches!(name, "" | "." | "..") && !name.contains(['/', '\\']);
+    match one_segment {
+        true => Ok(name.to_owned()),
+        false => Err("not a file name (no `/`, `\\`, `.` or `..`)".to_owned()),
+    }
+}
+
+/// `EXT=TYPE`, as `ServeDir::mime_type` takes them.
+fn mime_type(pair: &str) -> Result<(String, String), String> {
+    let (ext, content_type) = by_extension(pair)?;
+    let header = volt_http::HeaderValue::from_str(&content_type).ok();
+    match header.is_some_and(|h| h.to_str().is_ok()) && content_type.contains('/') {
+        true => Ok((ext, content_type)),
+        false => Err("TYPE is not a media type (`type/subtype`, visible ASCII)".to_owned()),
+    }
+}
+
+/// `EXT=VALUE`, as `ServeDir::cache_control_for` takes them.
+fn cache_control_for(pair: &str) -> Result<(String, String), String> {
+    let (ext, value) = by_extension(pair)?;
+    Ok((ext, header_value(&value)?))
+}
+
+/// `EXT=VALUE` split at its first `=` (a value may hold more), the extension checked.
+fn by_extension(pair: &str) -> Result<(String, String), String> {
+    let Some((ext, value)) = pair.split_once('=') else {
+        return Err("expected EXT=VALUE".to_owned());
+    };
+    if ext.is_empty() || ext.contains(['.', '/']) {
+        return Err(format!(
+            "`{ext}` is not an extension (without the dot: `css`)"
+        ));
+    }
+    Ok((ext.to_owned(), value.to_owned()))
 }
 
 /// Serves until Ctrl-C (or SIGTERM), then shuts down gracefully. A directory that is not one
@@ -108,8 +163,18 @@ pub(crate) fn serve(args: ServeArgs) -> ExitCode {
     let mut files = ServeDir::new(args.dir)
         .listing(!args.no_listing)
         .precompressed(args.precompressed);
+    if !args.index_names.is_empty() {
+        let names: Vec<&str> = args.index_names.iter().map(String::as_str).collect();
+        files = files.index_names(&names);
+    }
+    for (ext, content_type) in &args.mime_types {
+        files = files.mime_type(ext, content_type);
+    }
     if let Some(value) = &args.cache_control {
         files = files.cache_control(value);
+    }
+    for (ext, value) in &args.cache_control_by_ext {
+        files = files.cache_control_for(ext, value);
     }
     let served = match args.cgi_bin {
         Some(scripts) => {

@@ -1,6 +1,6 @@
 //! `volt serve` as a user runs it: it prints where it serves, serves a file, and stops
 //! gracefully on Ctrl-C (SIGINT); CGI beside the files; precompressed copies and compression;
-//! `Cache-Control`.
+//! `Cache-Control`, by extension too; index names; types.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -180,4 +180,74 @@ fn sends_the_cache_control_asked_for_with_files() {
 fn an_invalid_cache_control_is_a_usage_error() {
     let err = usage_error(&["--addr", "127.0.0.1:0", "--cache-control", "a\nb"]);
     assert!(err.contains("not a valid header value"), "{err}");
+}
+
+#[test]
+fn index_names_types_and_cache_control_by_extension() {
+    let dir = std::env::temp_dir().join(format!("volt-serve-opts-{}", std::process::id()));
+    for sub in ["a", "b"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::write(dir.join("a/default.htm"), "a: default.htm").unwrap();
+    std::fs::write(dir.join("a/index.html"), "a: index.html").unwrap();
+    std::fs::write(dir.join("b/index.html"), "b: index.html").unwrap();
+    std::fs::write(dir.join("App.vue"), "<template/>").unwrap();
+    std::fs::write(dir.join("a.css"), "p {}").unwrap();
+    std::fs::write(dir.join("a.txt"), "a").unwrap();
+    let flags = [
+        "--index",
+        "default.htm",
+        "--index",
+        "index.html",
+        "--mime",
+        "vue=text/x-vue",
+        "--cache-control",
+        "max-age=60",
+        "--cache-control-for",
+        "CSS=max-age=31536000, immutable",
+        "--cache-control-for",
+        "htm=no-cache",
+    ];
+    let mut args = vec![dir.as_os_str()];
+    args.extend(flags.iter().map(std::ffi::OsStr::new));
+    let (mut child, addr) = start(&args);
+    for (path, field, body) in [
+        ("/a/", "cache-control: no-cache", "a: default.htm"),
+        ("/b/", "cache-control: max-age=60", "b: index.html"),
+        ("/App.vue", "Content-Type: text/x-vue", "<template/>"),
+        (
+            "/a.css",
+            "cache-control: max-age=31536000, immutable",
+            "p {}",
+        ),
+        ("/a.txt", "cache-control: max-age=60", "a"),
+    ] {
+        let r = get(&addr, path);
+        assert!(r.contains(&format!("\r\n{field}\r\n")), "{r}");
+        assert!(r.ends_with(&format!("\r\n\r\n{body}")), "{r}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_index_names_types_and_extensions_are_usage_errors() {
+    for (flag, value, message) in [
+        ("--index", "a/index.html", "not a file name"),
+        ("--index", "..", "not a file name"),
+        ("--mime", "css", "expected EXT=VALUE"),
+        ("--mime", ".css=text/css", "`.css` is not an extension"),
+        ("--mime", "css=stylesheet", "TYPE is not a media type"),
+        ("--mime", "css=text/css\r\nX: y", "TYPE is not a media type"),
+        ("--cache-control-for", "=no-cache", "`` is not an extension"),
+        (
+            "--cache-control-for",
+            "css=a\nb",
+            "not a valid header value",
+        ),
+    ] {
+        let err = usage_error(&["--addr", "127.0.0.1:0", flag, value]);
+        assert!(err.contains(message), "{flag} {value}: {err}");
+    }
 }

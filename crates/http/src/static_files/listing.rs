@@ -1,4 +1,4 @@
-//! The HTML listing of a directory without an `index.html`.
+//! The HTML listing of a directory without an index page.
 
 use std::ffi::OsString;
 use std::fmt::Write;

@@ -15,7 +15,7 @@ mod multipart;
 mod path;
 mod ranges;
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -28,15 +28,13 @@ use http::{Method, StatusCode};
 use self::conditional::{Conditions, Outcome, Validators};
 use self::file_body::{FileChunks, Piece, CHUNK};
 use self::listing::Entry;
+use self::mime::{ByExtension, Types};
 use self::multipart::Multipart;
 use crate::body::Body;
 use crate::coding::{Accepted, Coding};
 use crate::response::{IntoResponse, Response};
 use crate::service::Service;
 use crate::{Error, Request};
-
-/// The page a directory is answered with, if it has one.
-const INDEX: &str = "index.html";
 
 /// A [`Service`] serving the files under a directory, for GET and HEAD.
 ///
@@ -57,20 +55,23 @@ const INDEX: &str = "index.html";
 /// A file is answered with `Content-Type` (by extension), `Content-Length`, `Last-Modified`,
 /// a strong `ETag` and `Accept-Ranges: bytes`; conditional requests (RFC 9110 §13) and byte
 /// ranges (§14) are honoured, several ranges with multipart/byteranges (§14.6). A directory
-/// asked for without its trailing `/` is redirected (301) to it; with it, its `index.html`
-/// is served, else a listing (unless [`ServeDir::listing`] turned them off: 404). Paths with
-/// `.` or `..` segments, empty segments, encoded slashes, backslashes or NULs are refused
-/// (400); dotfiles answer 404 unless [`ServeDir::dotfiles`]; so does a symbolic link that
-/// leads out of the directory, unless [`ServeDir::follow_links_out`]. Files are read on
-/// volt-rt's blocking pool, never on a worker. With [`ServeDir::precompressed`], a `name.br`
-/// or `name.gz` beside `name` is served in its place to clients that accept that coding;
-/// with [`ServeDir::cache_control`], file answers carry that `Cache-Control`.
+/// asked for without its trailing `/` is redirected (301) to it; with it, its index page
+/// (`index.html`, or as [`ServeDir::index_names`] says) is served, else a listing (unless
+/// [`ServeDir::listing`] turned them off: 404). Paths with `.` or `..` segments, empty
+/// segments, encoded slashes, backslashes or NULs are refused (400); dotfiles answer 404
+/// unless [`ServeDir::dotfiles`]; so does a symbolic link that leads out of the directory,
+/// unless [`ServeDir::follow_links_out`]. Files are read on volt-rt's blocking pool, never on
+/// a worker. With [`ServeDir::precompressed`], a `name.br` or `name.gz` beside `name` is
+/// served in its place to clients that accept that coding; with [`ServeDir::cache_control`]
+/// and [`ServeDir::cache_control_for`], file answers carry a `Cache-Control`. Types come from
+/// a built-in table of the common web types, which [`ServeDir::mime_type`] and
+/// [`ServeDir::default_type`] change.
 #[derive(Clone, Debug)]
 pub struct ServeDir {
     root: Arc<Path>,
     options: Options,
-    /// The `Cache-Control` of file answers, if any.
-    cache_control: Option<HeaderValue>,
+    /// What is not a flag: shared with clones and lookups, copied only by a builder method.
+    settings: Arc<Settings>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -79,6 +80,17 @@ struct Options {
     dotfiles: bool,
     follow_links_out: bool,
     precompressed: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Settings {
+    /// The names a directory's page may have, in the order they are tried: each one checked
+    /// by `path::check_segment`, so it names an entry of the directory and nothing else.
+    index_names: Vec<OsString>,
+    types: Types,
+    /// The `Cache-Control` of file answers whose extension `cache_control_by_ext` lacks.
+    cache_control: Option<HeaderValue>,
+    cache_control_by_ext: ByExtension,
 }
 
 impl ServeDir {
@@ -92,11 +104,21 @@ impl ServeDir {
                 follow_links_out: false,
                 precompressed: false,
             },
-            cache_control: None,
+            settings: Arc::new(Settings {
+                index_names: vec!["index.html".into()],
+                types: Types::default(),
+                cache_control: None,
+                cache_control_by_ext: ByExtension::default(),
+            }),
         }
     }
 
-    /// Whether a directory without `index.html` is answered with a listing of its entries
+    /// The settings to change, copied first if a clone shares them.
+    fn settings(&mut self) -> &mut Settings {
+        Arc::make_mut(&mut self.settings)
+    }
+
+    /// Whether a directory without an index page is answered with a listing of its entries
     /// (default: yes). Off, it answers 404: there is nothing to show at that address.
     pub fn listing(mut self, on: bool) -> ServeDir {
         self.options.listing = on;
@@ -145,8 +167,69 @@ impl ServeDir {
     /// If `value` is not a valid header value (a control character, a line break), as
     /// [`Response::with_header`] does.
     pub fn cache_control(mut self, value: &str) -> ServeDir {
-        let value = HeaderValue::from_str(value).expect("invalid Cache-Control value");
-        self.cache_control = Some(value);
+        self.settings().cache_control = Some(cache_control(value));
+        self
+    }
+
+    /// A `Cache-Control` value for files named `*.ext` (case-insensitive, without the dot),
+    /// in place of [`ServeDir::cache_control`]'s, on the same answers: `html` → `no-cache`
+    /// (revalidated each time), `css`, `js`, `woff2` → `max-age=31536000, immutable` (names
+    /// that change with their content). The extension is the name asked for's (an index
+    /// page's own), so a precompressed `app.js.br` goes as `app.js` does. With neither this
+    /// nor a default, an answer has none. A later call for the same extension replaces the
+    /// value.
+    ///
+    /// # Panics
+    /// If `ext` is empty or holds a `.` or `/` (no extension does), or `value` is not a valid
+    /// header value.
+    pub fn cache_control_for(mut self, ext: &str, value: &str) -> ServeDir {
+        let value = cache_control(value);
+        self.settings().cache_control_by_ext.set(ext, value);
+        self
+    }
+
+    /// The names a directory's page may have, tried in this order (default: `index.html`);
+    /// the first that is a regular file is served for `/dir/`, as any file is (links,
+    /// dotfiles and permissions as for a file asked for by name; precompressed copies,
+    /// conditions, ranges and `Cache-Control` by its name). None, and directories are only
+    /// ever listed, or 404 without listings.
+    ///
+    /// # Panics
+    /// If a name is not a single path segment: empty, `.`, `..`, or holding a `/`, `\` or NUL.
+    pub fn index_names(mut self, names: &[&str]) -> ServeDir {
+        let mut checked = Vec::with_capacity(names.len());
+        for name in names {
+            if path::check_segment(name.as_bytes()).is_err() {
+                panic!("invalid index name {name:?} (one file name, as `index.htm`)");
+            }
+            checked.push(OsString::from(name));
+        }
+        self.settings().index_names = checked;
+        self
+    }
+
+    /// The `Content-Type` of files named `*.ext` (case-insensitive, without the dot), in place
+    /// of the built-in table's, if it has one: `.mime_type("ts", "text/plain; charset=utf-8")`
+    /// for TypeScript sources rather than video segments. A later call for the same extension
+    /// replaces the type.
+    ///
+    /// # Panics
+    /// If `ext` is empty or holds a `.` or `/` (no extension does), or `content_type` is not a
+    /// media type (`type/subtype`, parameters allowed) in visible ASCII.
+    pub fn mime_type(mut self, ext: &str, content_type: &str) -> ServeDir {
+        let content_type = media_type(content_type);
+        self.settings().types.added.set(ext, content_type);
+        self
+    }
+
+    /// The `Content-Type` of files whose extension has none, in the table or set with
+    /// [`ServeDir::mime_type`], and of files without one (default:
+    /// `application/octet-stream`: a browser saves rather than shows what it cannot tell).
+    ///
+    /// # Panics
+    /// As [`ServeDir::mime_type`], if `content_type` is not a media type.
+    pub fn default_type(mut self, content_type: &str) -> ServeDir {
+        self.settings().types.unknown = media_type(content_type);
         self
     }
 
@@ -167,6 +250,7 @@ impl ServeDir {
         }
         let lookup = Lookup {
             root: self.root.clone(),
+            settings: self.settings.clone(),
             segments: rel.segments,
             as_dir: req.path().ends_with('/'),
             options: self.options,
@@ -182,8 +266,21 @@ impl ServeDir {
             Ok(found) => found,
             Err(_) => Answer::Failed(io::Error::other("the file lookup panicked")),
         };
-        found.into_response(&req, self.cache_control.as_ref())
+        found.into_response(&req)
     }
+}
+
+/// `value` as a `Cache-Control` field value.
+fn cache_control(value: &str) -> HeaderValue {
+    HeaderValue::from_str(value).expect("invalid Cache-Control value")
+}
+
+/// `value` as a `Content-Type`: a header value that can be written as text (multipart heads
+/// name it too) and has the `/` of `type/subtype`.
+fn media_type(value: &str) -> HeaderValue {
+    let header = HeaderValue::from_str(value).ok();
+    let header = header.filter(|h| h.to_str().is_ok() && value.contains('/'));
+    header.unwrap_or_else(|| panic!("invalid Content-Type {value:?}"))
 }
 
 impl Service for ServeDir {
@@ -195,6 +292,7 @@ impl Service for ServeDir {
 /// A lookup to run on the blocking pool: everything it needs, owned.
 struct Lookup {
     root: Arc<Path>,
+    settings: Arc<Settings>,
     segments: Vec<OsString>,
     /// The request's path ends with `/`.
     as_dir: bool,
@@ -236,6 +334,8 @@ struct FileAnswer {
     coding: Option<Coding>,
     /// Answers depend on `Accept-Encoding` (precompressed copies are served).
     vary: bool,
+    /// Sent with a 200, 206 or 304.
+    cache_control: Option<HeaderValue>,
 }
 
 impl Lookup {
@@ -291,9 +391,8 @@ impl Lookup {
         if !self.as_dir {
             return Answer::Redirect;
         }
-        let index = self.resolve(dir.join(INDEX)).ok();
-        if let Some(index) = index.filter(|p| p.is_file()) {
-            return self.file(&index, Path::new(INDEX));
+        if let Some((index, name)) = self.index(&dir) {
+            return self.file(&index, Path::new(name));
         }
         if !self.options.listing {
             return Answer::NotFound;
@@ -308,6 +407,17 @@ impl Lookup {
         }
     }
 
+    /// The first of the index names that is a regular file in `dir` (a dotfile only if they
+    /// are served, a link only if it may be followed): its path, and its name.
+    fn index<'a>(&'a self, dir: &Path) -> Option<(PathBuf, &'a OsString)> {
+        let names = self.settings.index_names.iter();
+        let mut served = names.filter(|n| self.options.dotfiles || !is_dotfile(n));
+        served.find_map(|name| {
+            let path = self.resolve(dir.join(name)).ok()?;
+            path.is_file().then_some((path, name))
+        })
+    }
+
     /// The entries a listing shows: files and directories (links followed), dotfiles only if
     /// they are served.
     fn entries(&self, dir: &Path) -> io::Result<Vec<Entry>> {
@@ -315,7 +425,7 @@ impl Lookup {
         for entry in fs::read_dir(dir)? {
             let entry = entry?;
             let name = entry.file_name();
-            if name.as_encoded_bytes().starts_with(b".") && !self.options.dotfiles {
+            if is_dotfile(&name) && !self.options.dotfiles {
                 continue;
             }
             // A link is listed only if it may be followed.
@@ -362,12 +472,12 @@ impl Lookup {
             Ok(outcome) => outcome,
             Err(message) => return Answer::BadField(message),
         };
-        let file_type = mime::content_type(name);
-        let mut content_type = HeaderValue::from_static(file_type);
+        let mut content_type = self.settings.types.of(name);
         let pieces = match &outcome {
             Outcome::Full => vec![Piece::File(0..len)],
             Outcome::Partial { start, end } => vec![Piece::File(*start..end + 1)],
             Outcome::Parts(parts) => {
+                let file_type = content_type.to_str().expect("types are visible ASCII");
                 let multipart = Multipart::new(parts, len, file_type, coding.map(Coding::token));
                 content_type = HeaderValue::from_str(&multipart.content_type()).expect("ASCII");
                 multipart.pieces
@@ -391,7 +501,15 @@ impl Lookup {
             data,
             coding,
             vary: self.options.precompressed,
+            cache_control: self.cache_control(name),
         })
+    }
+
+    /// The `Cache-Control` of a file named `name`: its extension's, else the default.
+    fn cache_control(&self, name: &Path) -> Option<HeaderValue> {
+        let settings = &self.settings;
+        let by_ext = mime::extension(name).and_then(|e| settings.cache_control_by_ext.get(e));
+        by_ext.or(settings.cache_control.as_ref()).cloned()
     }
 
     /// The first precompressed copy of the file at `path` the request accepts, opened.
@@ -407,6 +525,11 @@ impl Lookup {
             file.metadata().ok()?.is_file().then_some((file, coding))
         })
     }
+}
+
+/// Whether `name` starts with `.`.
+fn is_dotfile(name: &OsStr) -> bool {
+    name.as_encoded_bytes().starts_with(b".")
 }
 
 /// The file name extension of a precompressed copy.
@@ -430,8 +553,7 @@ fn failed(e: io::Error) -> Answer {
 }
 
 impl Answer {
-    /// The response; a file's carries `cache_control`.
-    fn into_response(self, req: &Request, cache_control: Option<&HeaderValue>) -> Response {
+    fn into_response(self, req: &Request) -> Response {
         match self {
             Answer::NotFound => Error::not_found().into_response(),
             Answer::Forbidden => Error::new(StatusCode::FORBIDDEN, "forbidden").into_response(),
@@ -442,7 +564,7 @@ impl Answer {
             }
             Answer::BadField(message) => Error::bad_request(message).into_response(),
             Answer::Redirect => redirect(req),
-            Answer::File(file) => file.into_response(cache_control),
+            Answer::File(file) => file.into_response(),
             Answer::Listing(entries, outcome) => match outcome {
                 Outcome::NotModified => Response::new(StatusCode::NOT_MODIFIED),
                 Outcome::PreconditionFailed => precondition_failed(),
@@ -490,7 +612,7 @@ fn precondition_failed() -> Response {
 }
 
 impl FileAnswer {
-    fn into_response(self, cache_control: Option<&HeaderValue>) -> Response {
+    fn into_response(self) -> Response {
         let FileAnswer {
             file,
             content_type,
@@ -501,6 +623,7 @@ impl FileAnswer {
             data,
             coding,
             vary,
+            cache_control,
         } = self;
         // The parts of a multipart answer name their coding in their own heads: the
         // multipart body itself is not encoded.
@@ -533,7 +656,7 @@ impl FileAnswer {
             // RFC 9110 §15.3.7 and §15.4.5: a 206 and a 304 carry what the 200 would.
             let cached = content || r.status() == StatusCode::NOT_MODIFIED;
             if let Some(value) = cache_control.filter(|_| cached) {
-                r.append_header(http::header::CACHE_CONTROL, value.clone());
+                r.append_header(http::header::CACHE_CONTROL, value);
             }
             r
         };

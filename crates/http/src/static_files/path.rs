@@ -65,16 +65,27 @@ pub(super) fn parse(raw: &str) -> Result<RelPath, BadPath> {
         }
         // A file name is bytes on Linux, UTF-8 or not.
         let decoded = percent_decode_bytes(piece).ok_or(BadPath::Encoding)?;
-        if decoded == b"." || decoded == b".." {
-            return Err(BadPath::Dots);
-        }
-        if decoded.iter().any(|&b| b == b'/' || b == b'\\' || b == 0) {
-            return Err(BadPath::Byte);
-        }
+        check_segment(&decoded)?;
         rel.hidden |= decoded[0] == b'.';
         rel.segments.push(OsString::from_vec(decoded));
     }
     Ok(rel)
+}
+
+/// Refuses a `name` (decoded) that cannot be pushed under a directory as one entry's name:
+/// empty, `.`, `..`, or holding `/`, `\` or NUL. Request paths and index names both pass here, so
+/// neither can name the directory itself, its parent, or anything below another entry.
+pub(super) fn check_segment(name: &[u8]) -> Result<(), BadPath> {
+    if name.is_empty() {
+        return Err(BadPath::Empty);
+    }
+    if name == b"." || name == b".." {
+        return Err(BadPath::Dots);
+    }
+    if name.iter().any(|&b| b == b'/' || b == b'\\' || b == 0) {
+        return Err(BadPath::Byte);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
