@@ -62,7 +62,38 @@ pub fn decode_request(
     max_field_section_size: usize,
     head: &mut Head,
 ) -> Result<(), HeadError> {
-    decode(decoder, section, max_field_section_size, head, false)?;
+    decode_head(decoder, section, max_field_section_size, head, false)
+}
+
+/// [`decode_request`] for a server that sent SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 (RFC 9220
+/// §3): `:protocol` is then a pseudo-header ([`Head::protocol`]), allowed only on a CONNECT,
+/// which then needs `:scheme` and `:path` as well (RFC 8441 §4). Without that setting a
+/// `:protocol` is an unknown pseudo-header, and the request malformed.
+pub fn decode_extended_request(
+    decoder: &mut Decoder,
+    section: &[u8],
+    max_field_section_size: usize,
+    head: &mut Head,
+) -> Result<(), HeadError> {
+    decode_head(decoder, section, max_field_section_size, head, true)
+}
+
+fn decode_head(
+    decoder: &mut Decoder,
+    section: &[u8],
+    max_field_section_size: usize,
+    head: &mut Head,
+    extended_connect: bool,
+) -> Result<(), HeadError> {
+    let trailers = false;
+    decode(
+        decoder,
+        section,
+        max_field_section_size,
+        head,
+        trailers,
+        extended_connect,
+    )?;
     // RFC 9114 §4.3.1, stricter than HTTP/2: a request for an `http` or `https` resource
     // names its authority (in `:authority` or `host`, equal if both, which the shared check
     // enforced), and not as an empty string.
@@ -88,7 +119,7 @@ pub fn decode_trailers(
     max_field_section_size: usize,
     head: &mut Head,
 ) -> Result<(), HeadError> {
-    decode(decoder, section, max_field_section_size, head, true)
+    decode(decoder, section, max_field_section_size, head, true, false)
 }
 
 fn decode(
@@ -97,9 +128,9 @@ fn decode(
     max_field_section_size: usize,
     head: &mut Head,
     trailers: bool,
+    extended_connect: bool,
 ) -> Result<(), HeadError> {
-    // Extended CONNECT (RFC 9220) is not offered in HTTP/3: `:protocol` stays unknown.
-    let mut check = FieldCheck::new(head, trailers, max_field_section_size, false);
+    let mut check = FieldCheck::new(head, trailers, max_field_section_size, extended_connect);
     let decoded = decoder.decode(section, |field| {
         check.field(field.name, field.value);
         if check.oversized() {

@@ -105,7 +105,8 @@
 //! - `stream`: [`StreamType`], [`PeerStreams`], [`ControlStream`], [`RequestStream`]: which
 //!   frames may come on which stream, in what order.
 //! - [`qpack`]: field sections, static table only.
-//! - `head`: [`decode_request`], [`decode_trailers`]: QPACK plus the request rules HTTP/3
+//! - `head`: [`decode_request`] (and [`decode_extended_request`], with RFC 9220's `:protocol`),
+//!   [`decode_trailers`]: QPACK plus the request rules HTTP/3
 //!   shares with HTTP/2 (the same checks, in volt-proto's `field_check`).
 //! - `error`: [`Code`] (the §8.1 and RFC 9204 §6 values) and [`Error`].
 
@@ -122,7 +123,7 @@ pub mod varint;
 
 pub use error::{Code, Error, Scope};
 pub use frame::{Frame, FrameDecoder, Settings};
-pub use head::{decode_request, decode_trailers, Head, HeadError};
+pub use head::{decode_extended_request, decode_request, decode_trailers, Head, HeadError};
 pub use stream::{
     ControlEvent, ControlStream, PeerStreams, RequestEvent, RequestStream, StreamType,
 };

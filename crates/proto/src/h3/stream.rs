@@ -273,6 +273,8 @@ enum RequestState {
     Body,
     /// After the trailers: only the stream's end.
     Done,
+    /// A CONNECT's tunnel (§4.4): DATA only, to the stream's end.
+    Tunnel,
 }
 
 /// Reads one request stream and enforces the order of its frames (§4.1): HEADERS, DATA*,
@@ -316,6 +318,13 @@ impl RequestStream {
         self.content_length = content_length;
     }
 
+    /// The request is a CONNECT that succeeded (RFC 9114 §4.4, RFC 9220 §3): from now on
+    /// the stream carries DATA only, and HEADERS is a connection error of type
+    /// H3_FRAME_UNEXPECTED (a CONNECT has no trailers).
+    pub fn open_tunnel(&mut self) {
+        self.state = RequestState::Tunnel;
+    }
+
     /// Body bytes received so far.
     pub fn received(&self) -> u64 {
         self.received
@@ -338,7 +347,7 @@ impl RequestStream {
                     Ok(Some(RequestEvent::Head(section)))
                 }
                 (RequestState::Head, Frame::Data(_)) => unexpected("DATA before HEADERS"),
-                (RequestState::Body, Frame::Data(piece)) => {
+                (RequestState::Body | RequestState::Tunnel, Frame::Data(piece)) => {
                     self.received += piece.len() as u64;
                     if self.content_length.is_some_and(|n| self.received > n) {
                         return Err(Error::stream(
@@ -358,6 +367,7 @@ impl RequestStream {
                 (RequestState::Done, Frame::Data(_) | Frame::Headers(_)) => {
                     unexpected("frame after the trailers")
                 }
+                (RequestState::Tunnel, Frame::Headers(_)) => unexpected("HEADERS in a tunnel"),
                 (_, Frame::PushPromise { .. }) => unexpected("PUSH_PROMISE from a client"),
                 _ => unexpected("control frame on a request stream"),
             };

@@ -344,3 +344,32 @@ fn body_must_match_content_length() {
         Code::H3_MESSAGE_ERROR
     );
 }
+
+/// Once a CONNECT's tunnel is open (RFC 9114 §4.4), DATA flows to the stream's end, unknown
+/// frames are still skipped, and HEADERS is a connection error (H3_FRAME_UNEXPECTED).
+#[test]
+fn a_tunnel_takes_data_only() {
+    let mut unknown = Vec::new();
+    write_frame_header(0x21, 1, &mut unknown);
+    unknown.push(b'?');
+    let mut stream = RequestStream::new(64);
+    let mut buf = BytesMut::from(&headers(b"H")[..]);
+    assert_eq!(
+        stream.decode(&mut buf),
+        Ok(Some(RequestEvent::Head(Bytes::from_static(b"H"))))
+    );
+    stream.open_tunnel();
+    buf.extend_from_slice(&[data(b"ws"), unknown, data(b"!")].concat());
+    let mut got = Vec::new();
+    while let Some(RequestEvent::Data(piece)) = stream.decode(&mut buf).unwrap() {
+        got.extend_from_slice(&piece);
+    }
+    assert_eq!(got, b"ws!");
+    assert_eq!(stream.finish(&buf), Ok(()));
+    buf.extend_from_slice(&headers(b"T"));
+    let e = stream.decode(&mut buf).unwrap_err();
+    assert_eq!(
+        (e.code(), e.scope()),
+        (Code::H3_FRAME_UNEXPECTED, Scope::Connection)
+    );
+}

@@ -281,3 +281,48 @@ fn request_stream_to_head_and_response_back() {
         ]
     );
 }
+
+fn extended(fields: &[(&str, &str)]) -> Result<Head, HeadError> {
+    let mut head = Head::default();
+    decode_extended_request(&mut Decoder::new(), &section(fields), LIMIT, &mut head)?;
+    Ok(head)
+}
+
+/// RFC 9220 §3 with RFC 8441 §4: where the server offered extended CONNECT, `:protocol` is
+/// known on a CONNECT with `:scheme` and `:path`; on another method, or on a CONNECT without
+/// either, the request is malformed (H3_MESSAGE_ERROR).
+#[test]
+fn extended_connect_takes_protocol_scheme_and_path() {
+    let ws = [
+        (":method", "CONNECT"),
+        (":protocol", "websocket"),
+        (":scheme", "https"),
+        (":authority", "h3.test"),
+        (":path", "/chat?x=1"),
+        ("sec-websocket-version", "13"),
+    ];
+    let head = extended(&ws).unwrap();
+    assert_eq!(head.protocol.map(|p| head.get(p)), Some(&b"websocket"[..]));
+    assert_eq!(head.get(head.path), b"/chat?x=1");
+    assert_eq!(head.get(head.scheme), b"https");
+    // Not offered: the same head is malformed.
+    assert!(matches!(request(&ws), Err(HeadError::Malformed(_))));
+    let without = |name: &str| -> Vec<(&str, &str)> {
+        ws.iter().copied().filter(|(n, _)| *n != name).collect()
+    };
+    let mut on_get = ws.to_vec();
+    on_get[0] = (":method", "GET");
+    let mut twice = ws.to_vec();
+    twice.insert(2, (":protocol", "websocket"));
+    for case in [without(":path"), without(":scheme"), on_get, twice] {
+        match extended(&case) {
+            Err(e @ HeadError::Malformed(_)) => {
+                assert_eq!(e.error().code(), Code::H3_MESSAGE_ERROR, "{case:?}");
+            }
+            other => panic!("{case:?}: {other:?}"),
+        }
+    }
+    // A plain CONNECT is as before.
+    let head = extended(&[(":method", "CONNECT"), (":authority", "a:1")]).unwrap();
+    assert_eq!(head.protocol, None);
+}
