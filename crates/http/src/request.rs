@@ -299,8 +299,9 @@ impl Request {
         self.p.parsed.version
     }
 
-    /// The `:protocol` of an HTTP/2 extended CONNECT (RFC 8441 §4): `Some("websocket")` for a
-    /// WebSocket opened over HTTP/2; `None` for every other request.
+    /// The `:protocol` of an extended CONNECT (HTTP/2's RFC 8441 §4, HTTP/3's RFC 9220):
+    /// `Some("websocket")` for a WebSocket opened over HTTP/2 or HTTP/3; `None` for every
+    /// other request.
     pub fn protocol(&self) -> Option<&str> {
         self.extension::<ConnectProtocol>().map(|p| &*p.protocol)
     }
@@ -506,6 +507,16 @@ impl Request {
     /// Whether the request came without a body (no `Content-Length`, no `Transfer-Encoding`).
     pub(crate) fn body_is_empty(&self) -> bool {
         matches!(self.body.kind, RequestBodyKind::Empty)
+    }
+
+    /// Whether the client ended its stream with the head, as far as is known yet (an HTTP/3
+    /// stream's FIN comes apart from its HEADERS): nothing more can come on it.
+    pub(crate) fn stream_ended(&self) -> bool {
+        match &self.body.kind {
+            RequestBodyKind::Empty => true,
+            RequestBodyKind::H3(body) => body.ended(),
+            _ => false,
+        }
     }
 
     /// The whole body. Bodies over the server's limit answer 413.

@@ -56,8 +56,9 @@ async fn our_control_stream_opens_with_settings() {
     let mut control = conn.accept_uni().await.unwrap();
     let mut got = Vec::new();
     // Type 0x00 (control), SETTINGS (0x04) with MAX_FIELD_SECTION_SIZE (0x06) = 16,384 as a
-    // 4-byte varint; QPACK_MAX_TABLE_CAPACITY left at its default, 0.
-    let expected = [0x00, 0x04, 0x05, 0x06, 0x80, 0x00, 0x40, 0x00];
+    // 4-byte varint and ENABLE_CONNECT_PROTOCOL (0x08) = 1 (RFC 9220 §3);
+    // QPACK_MAX_TABLE_CAPACITY left at its default, 0.
+    let expected = [0x00, 0x04, 0x07, 0x06, 0x80, 0x00, 0x40, 0x00, 0x08, 0x01];
     while got.len() < expected.len() {
         let chunk = control.read_chunk(64, true).await.unwrap().unwrap();
         got.extend_from_slice(&chunk.bytes);

@@ -7,240 +7,52 @@
 
 mod common;
 mod h2common;
+mod wscommon;
 
 use std::future::poll_fn;
 use std::io::{self, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use h2::client::SendRequest;
 use h2common::*;
-use volt_http::{get, post, CertKey, Config, Error, Message, Request, Router, TlsConfig};
-use volt_proto::ws::{encode_frame, Compressor, Decoder, DeflateConfig, DeflateParams};
+use volt_http::{CertKey, Config, TlsConfig};
+use volt_proto::ws::{encode_frame, Decoder};
 use volt_proto::ws::{Incoming, Opcode, Role};
 
 use common::{start, start_with, TestServer, HANG_GUARD};
+use wscommon::{app, pattern, sum, Seen, Tunnel, MASK, V13};
 
-async fn echo(mut ws: volt_http::WebSocket) -> io::Result<()> {
-    while let Some(msg) = ws.recv().await? {
-        ws.send(msg).await?;
-    }
-    Ok(())
-}
+/// Big enough to outlast the client's window (64 KiB).
+const BIG: usize = 1 << 20;
 
-/// What the tests' sessions saw, by name.
-#[derive(Default)]
-struct Seen {
-    /// `/record`'s `recv` result after the client's reset.
-    reset: Mutex<Option<io::ErrorKind>>,
-    /// `/slow-reader`: let the session read.
-    read_now: AtomicBool,
-    /// `/big`: the session's send of 1 MiB returned.
-    sent_big: AtomicBool,
-    /// Sessions started.
-    sessions: AtomicUsize,
-}
-
-fn app(seen: Arc<Seen>) -> Router {
-    let ws = |f: fn(volt_http::WebSocketUpgrade) -> volt_http::WebSocketUpgrade| {
-        let seen = seen.clone();
-        get(move |req: Request| {
-            let seen = seen.clone();
-            async move {
-                seen.sessions.fetch_add(1, Ordering::Relaxed);
-                Ok::<_, Error>(f(req.websocket()?).on_upgrade(echo))
-            }
-        })
-    };
-    let record = seen.clone();
-    let slow = seen.clone();
-    let big = seen.clone();
-    Router::new()
-        .route(
-            "/",
-            get(|req: Request| async move { format!("{:?}", req.version()) }),
-        )
-        .route("/echo", ws(|up| up.protocols(&["chat", "superchat"])))
-        .route("/deflate", ws(|up| up.deflate(Some(DeflateConfig::new()))))
-        .route("/page", get(|_req: Request| async { "not a WebSocket" }))
-        .route("/post", post(|_req: Request| async { "posted" }))
-        .route(
-            "/close",
-            get(|req: Request| async move {
-                Ok::<_, Error>(req.websocket()?.on_upgrade(|mut ws| async move {
-                    ws.send("bye soon").await?;
-                    ws.close(4000, "done").await
-                }))
-            }),
-        )
-        .route(
-            "/handler-panics",
-            get(|_req: Request| async move {
-                if true {
-                    panic!("the handler panics");
-                }
-                "unreachable"
-            }),
-        )
-        .route(
-            "/session-panics",
-            get(|req: Request| async move {
-                Ok::<_, Error>(req.websocket()?.on_upgrade(|mut ws| async move {
-                    ws.recv().await?;
-                    panic!("the session panics");
-                }))
-            }),
-        )
-        .route(
-            "/record",
-            get(move |req: Request| {
-                let seen = record.clone();
-                async move {
-                    Ok::<_, Error>(req.websocket()?.on_upgrade(move |mut ws| async move {
-                        ws.send("ready").await?;
-                        let got = ws.recv().await;
-                        *seen.reset.lock().unwrap() = Some(match &got {
-                            Ok(_) => io::ErrorKind::Other,
-                            Err(e) => e.kind(),
-                        });
-                        got.map(drop)
-                    }))
-                }
-            }),
-        )
-        .route(
-            "/slow-reader",
-            get(move |req: Request| {
-                let seen = slow.clone();
-                async move {
-                    Ok::<_, Error>(req.websocket()?.on_upgrade(move |mut ws| async move {
-                        while !seen.read_now.load(Ordering::Acquire) {
-                            volt_rt::time::sleep(Duration::from_millis(5)).await;
-                        }
-                        while let Some(msg) = ws.recv().await? {
-                            let Message::Binary(b) = msg else { continue };
-                            ws.send(format!("{} {}", b.len(), sum(&b))).await?;
-                        }
-                        Ok(())
-                    }))
-                }
-            }),
-        )
-        .route(
-            "/big",
-            get(move |req: Request| {
-                let seen = big.clone();
-                async move {
-                    Ok::<_, Error>(req.websocket()?.on_upgrade(move |mut ws| async move {
-                        ws.send(pattern(1 << 20)).await?;
-                        seen.sent_big.store(true, Ordering::Release);
-                        echo(ws).await
-                    }))
-                }
-            }),
-        )
-}
-
-fn pattern(n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i % 251) as u8).collect()
-}
-
-fn sum(b: &[u8]) -> u64 {
-    b.iter().map(|&x| u64::from(x)).sum()
-}
-
-/// The client's end of a WebSocket on an HTTP/2 stream: masked frames out, the server's
-/// bytes in as they come (window given back as they are read).
-struct Ws {
+/// A WebSocket's HTTP/2 stream, as the client sees it: the server's bytes in as they come
+/// (window given back as they are read).
+struct H2Tunnel {
     send: h2::SendStream<Bytes>,
     recv: h2::RecvStream,
-    buf: BytesMut,
 }
 
-/// A mask that makes tests readable: every frame's is the same (any key is allowed).
-const MASK: [u8; 4] = [1, 2, 3, 4];
-
-impl Ws {
-    fn frame(&mut self, fin: bool, opcode: Opcode, data: &[u8]) {
-        let mut out = Vec::new();
-        encode_frame(&mut out, fin, opcode, data, Some(MASK));
-        self.send.send_data(out.into(), false).unwrap();
-    }
-
-    fn raw(&mut self, bytes: Vec<u8>) {
+impl Tunnel for H2Tunnel {
+    async fn send(&mut self, bytes: Vec<u8>) {
         self.send.send_data(bytes.into(), false).unwrap();
     }
 
-    /// Reads until `n` bytes are in `buf`; false if the stream ended first.
-    async fn fill(&mut self, n: usize) -> bool {
-        while self.buf.len() < n {
-            match self.recv.data().await {
-                Some(chunk) => {
-                    let chunk = chunk.expect("stream data");
-                    let _ = self.recv.flow_control().release_capacity(chunk.len());
-                    self.buf.extend_from_slice(&chunk);
-                }
-                None => return false,
-            }
-        }
-        true
-    }
-
-    /// The next `n` bytes; `None` if the stream ended first.
-    async fn bytes(&mut self, n: usize) -> Option<Vec<u8>> {
-        self.fill(n).await.then(|| self.buf.split_to(n).to_vec())
-    }
-
-    /// The next whole message or control frame the server sent, decoded.
-    async fn next(&mut self, decoder: &mut Decoder) -> Incoming {
-        loop {
-            if let Some(m) = decoder.decode(&mut self.buf).expect("a valid frame") {
-                return m;
-            }
-            let chunk = self.recv.data().await.expect("more data").unwrap();
-            let _ = self.recv.flow_control().release_capacity(chunk.len());
-            self.buf.extend_from_slice(&chunk);
-        }
-    }
-
-    /// Whether the server ended the stream (END_STREAM) with nothing more sent.
-    async fn ended(&mut self) -> bool {
-        loop {
-            match self.recv.data().await {
-                // The END_STREAM's empty DATA frame.
-                Some(Ok(chunk)) if chunk.is_empty() => continue,
-                // More data, or a reset (an error).
-                Some(_) => return false,
-                None => return self.buf.is_empty() && self.recv.is_end_stream(),
-            }
-        }
-    }
-
-    /// Sends `text` and checks its echo, byte for byte: an unmasked frame, FIN and text.
-    async fn echoes(&mut self, text: &str) {
-        assert!(text.len() < 126, "a one-byte length");
-        self.frame(true, Opcode::Text, text.as_bytes());
-        let mut expected = vec![0x81, text.len() as u8];
-        expected.extend(text.as_bytes());
-        assert_eq!(self.bytes(expected.len()).await.unwrap(), expected);
-    }
-
-    /// Closes with `code` and checks the close frame echoing it, then END_STREAM.
-    async fn closes(&mut self, code: u16) {
-        self.frame(true, Opcode::Close, &code.to_be_bytes());
-        let [hi, lo] = code.to_be_bytes();
-        assert_eq!(self.bytes(4).await.unwrap(), [0x88, 2, hi, lo]);
-        assert!(self.ended().await, "END_STREAM after the close");
-        self.end();
+    async fn recv(&mut self) -> Option<Bytes> {
+        let chunk = self.recv.data().await?.expect("stream data");
+        let _ = self.recv.flow_control().release_capacity(chunk.len());
+        Some(chunk)
     }
 
     fn end(&mut self) {
         self.send.send_data(Bytes::new(), true).unwrap();
     }
 }
+
+type Ws = wscommon::Ws<H2Tunnel>;
 
 /// Opens an h2c connection whose server said it takes extended CONNECT (its SETTINGS are in
 /// before the first response).
@@ -276,11 +88,8 @@ async fn open(
     let mut client = client.clone().ready().await.unwrap();
     let (response, send) = client.send_request(req, false).unwrap();
     let (parts, recv) = response.await.expect("a response").into_parts();
-    let buf = BytesMut::new();
-    (parts, Ws { send, recv, buf })
+    (parts, Ws::new(H2Tunnel { send, recv }))
 }
-
-const V13: (&str, &str) = ("sec-websocket-version", "13");
 
 async fn open_ok(client: &SendRequest<Bytes>, path: &str) -> Ws {
     let (head, ws) = open(client, path, &[V13]).await;
@@ -291,7 +100,7 @@ async fn open_ok(client: &SendRequest<Bytes>, path: &str) -> Ws {
 /// `f` against a fresh server, on one h2c connection.
 fn with_server(f: impl AsyncFnOnce(&TestServer, SendRequest<Bytes>, Arc<Seen>)) {
     let seen = Arc::new(Seen::default());
-    let server = start(app(seen.clone()));
+    let server = start(app(seen.clone(), BIG));
     volt_rt::block_on(async {
         let client = connect(server.addr()).await;
         f(&server, client, seen).await;
@@ -343,26 +152,7 @@ fn bad_handshakes_answer_400_and_426() {
 fn text_binary_fragments_and_ping_echo_as_exact_frames() {
     with_server(async |_, client, _| {
         let mut ws = open_ok(&client, "/echo").await;
-        ws.echoes("hello").await;
-        ws.frame(true, Opcode::Binary, &[0, 1, 2, 255]);
-        assert_eq!(ws.bytes(6).await.unwrap(), [0x82, 4, 0, 1, 2, 255]);
-        // A text message in three fragments, a ping between two of them.
-        ws.frame(false, Opcode::Text, b"frag");
-        ws.frame(true, Opcode::Ping, b"p!");
-        ws.frame(false, Opcode::Continuation, b"men");
-        ws.frame(true, Opcode::Continuation, b"ted");
-        assert_eq!(
-            ws.bytes(4).await.unwrap(),
-            b"\x8a\x02p!",
-            "the pong at once"
-        );
-        assert_eq!(ws.bytes(12).await.unwrap(), b"\x81\x0afragmented");
-        // A message over 64 KiB: its 8-byte length form, in many DATA frames.
-        let big = pattern(100_000);
-        ws.frame(true, Opcode::Binary, &big);
-        let head = ws.bytes(10).await.unwrap();
-        assert_eq!(head, [0x82, 127, 0, 0, 0, 0, 0, 1, 0x86, 0xa0]);
-        assert_eq!(ws.bytes(big.len()).await.unwrap(), big);
+        ws.echoes_exact_frames().await;
     });
 }
 
@@ -370,10 +160,10 @@ fn text_binary_fragments_and_ping_echo_as_exact_frames() {
 fn close_from_the_client_is_echoed_then_the_stream_ends() {
     with_server(async |_, client, _| {
         let mut ws = open_ok(&client, "/echo").await;
-        ws.frame(true, Opcode::Close, b"\x03\xe8bye");
+        ws.frame(true, Opcode::Close, b"\x03\xe8bye").await;
         assert_eq!(ws.bytes(4).await.unwrap(), b"\x88\x02\x03\xe8");
         assert!(ws.ended().await, "END_STREAM after the close");
-        ws.end();
+        ws.tunnel.end();
         // The connection goes on.
         let mut ws = open_ok(&client, "/echo").await;
         ws.echoes("again").await;
@@ -383,12 +173,7 @@ fn close_from_the_client_is_echoed_then_the_stream_ends() {
 #[test]
 fn close_from_the_server_waits_for_the_clients_then_ends_the_stream() {
     with_server(async |_, client, _| {
-        let mut ws = open_ok(&client, "/close").await;
-        assert_eq!(ws.bytes(10).await.unwrap(), b"\x81\x08bye soon");
-        assert_eq!(ws.bytes(8).await.unwrap(), b"\x88\x06\x0f\xa0done");
-        ws.frame(true, Opcode::Close, b"\x0f\xa0");
-        assert!(ws.ended().await);
-        ws.end();
+        open_ok(&client, "/close").await.server_closes_first().await;
     });
 }
 
@@ -402,28 +187,7 @@ fn permessage_deflate_both_ways() {
             head.headers["sec-websocket-extensions"],
             "permessage-deflate"
         );
-        let params = DeflateParams {
-            server_no_context_takeover: false,
-            client_no_context_takeover: false,
-            server_max_window_bits: 15,
-            client_max_window_bits: 15,
-        };
-        let mut decoder = Decoder::with_deflate(Role::Client, 1 << 20, params);
-        // Uncompressed from the client (a sender may), compressed back: RSV1 on the frame.
-        ws.frame(true, Opcode::Text, b"Hello");
-        assert!(ws.fill(1).await);
-        assert_eq!(ws.buf[0], 0xc1, "FIN, RSV1, text");
-        assert_eq!(ws.next(&mut decoder).await, Incoming::Text("Hello".into()));
-        // Compressed from the client, the context kept across messages.
-        let mut compressor = Compressor::new(6, false);
-        for text in ["compress me, compress me", "compress me, compress me again"] {
-            let mut deflated = Vec::new();
-            compressor.compress(text.as_bytes(), &mut deflated);
-            let mut out = Vec::new();
-            volt_proto::ws::encode_compressed_frame(&mut out, Opcode::Text, &deflated, Some(MASK));
-            ws.raw(out);
-            assert_eq!(ws.next(&mut decoder).await, Incoming::Text(text.into()));
-        }
+        ws.deflates_both_ways().await;
     });
 }
 
@@ -432,7 +196,7 @@ fn a_client_reset_ends_the_session_with_an_error() {
     with_server(async |_, client, seen| {
         let mut ws = open_ok(&client, "/record").await;
         assert_eq!(ws.bytes(7).await.unwrap(), b"\x81\x05ready");
-        ws.send.send_reset(h2::Reason::CANCEL);
+        ws.tunnel.send.send_reset(h2::Reason::CANCEL);
         let deadline = Instant::now() + HANG_GUARD;
         while seen.reset.lock().unwrap().is_none() {
             assert!(
@@ -464,16 +228,16 @@ fn a_slow_reader_holds_the_client_back() {
         // Send what the window takes; then nothing more moves while the session sleeps.
         let mut sent = 0;
         let stalled_at = loop {
-            ws.send.reserve_capacity(frame.len());
+            ws.tunnel.send.reserve_capacity(frame.len());
             let wait = volt_rt::time::timeout(
                 Duration::from_millis(300),
-                poll_fn(|cx| ws.send.poll_capacity(cx)),
+                poll_fn(|cx| ws.tunnel.send.poll_capacity(cx)),
             );
             match wait.await {
                 Ok(Some(Ok(n))) => {
                     let part = frame.split_to(n.min(frame.len()));
                     sent += part.len();
-                    ws.send.send_data(part, false).unwrap();
+                    ws.tunnel.send.send_data(part, false).unwrap();
                 }
                 Ok(other) => panic!("capacity: {other:?}"),
                 Err(_) => break sent,
@@ -483,12 +247,13 @@ fn a_slow_reader_holds_the_client_back() {
         assert!(stalled_at > 0);
         seen.read_now.store(true, Ordering::Release);
         while !frame.is_empty() {
-            ws.send.reserve_capacity(frame.len());
-            let n = poll_fn(|cx| ws.send.poll_capacity(cx))
+            ws.tunnel.send.reserve_capacity(frame.len());
+            let n = poll_fn(|cx| ws.tunnel.send.poll_capacity(cx))
                 .await
                 .unwrap()
                 .unwrap();
-            ws.send
+            ws.tunnel
+                .send
                 .send_data(frame.split_to(n.min(frame.len())), false)
                 .unwrap();
         }
@@ -511,7 +276,7 @@ fn a_slow_client_holds_the_sessions_send_back() {
         );
         let head = ws.bytes(10).await.unwrap();
         assert_eq!(head, [0x82, 127, 0, 0, 0, 0, 0, 0x10, 0, 0]);
-        assert_eq!(ws.bytes(1 << 20).await.unwrap(), pattern(1 << 20));
+        assert_eq!(ws.bytes(1 << 20).await.unwrap(), pattern(BIG));
         let deadline = Instant::now() + HANG_GUARD;
         while !seen.sent_big.load(Ordering::Acquire) {
             assert!(Instant::now() < deadline);
@@ -532,7 +297,8 @@ fn many_websockets_and_requests_share_a_connection() {
         assert_eq!(seen.sessions.load(Ordering::Relaxed), 8);
         for round in 0..3 {
             for (i, ws) in sockets.iter_mut().enumerate() {
-                ws.frame(true, Opcode::Text, format!("{i}:{round}").as_bytes());
+                ws.frame(true, Opcode::Text, format!("{i}:{round}").as_bytes())
+                    .await;
             }
             let page = send(&mut client.clone(), get_req("/page"), Bytes::new()).await;
             assert_eq!(page.text(), "not a WebSocket");
@@ -556,28 +322,20 @@ fn panics_stay_on_their_stream() {
         let (head, _) = open(&client, "/handler-panics", &[V13]).await;
         assert_eq!(head.status, 500);
         let mut ws = open_ok(&client, "/session-panics").await;
-        ws.frame(true, Opcode::Text, b"boom");
-        assert_eq!(ws.bytes(4).await.unwrap(), b"\x88\x02\x03\xf3", "1011");
-        ws.frame(true, Opcode::Close, b"\x03\xf3");
-        assert!(ws.ended().await);
+        ws.session_panics_with_1011().await;
         echo.echoes("alive").await;
     });
 }
 
 #[test]
 fn graceful_shutdown_closes_websockets_with_1001() {
-    let server = start_with(1, Config::default(), app(Arc::default()));
+    let server = start_with(1, Config::default(), app(Arc::default(), BIG));
     volt_rt::block_on(async {
         let client = connect(server.addr()).await;
         let mut ws = open_ok(&client, "/echo").await;
         ws.echoes("before").await;
         server.handle().shutdown();
-        let reason = b"server shutting down";
-        let mut expected = vec![0x88, 2 + reason.len() as u8, 0x03, 0xe9];
-        expected.extend(reason);
-        assert_eq!(ws.bytes(expected.len()).await.unwrap(), expected);
-        ws.frame(true, Opcode::Close, b"\x03\xe9");
-        assert!(ws.ended().await);
+        ws.shutdown_closes_with_1001().await;
     });
     server.join().expect("serve returned Ok");
 }
@@ -588,7 +346,7 @@ fn websocket_over_tls_with_alpn_h2() {
     let tls = TlsConfig::new(CertKey::from_pem(cert.as_bytes(), key.as_bytes()).unwrap())
         .build()
         .unwrap();
-    let server = common::start_tls(1, Config::default(), tls, app(Arc::default()));
+    let server = common::start_tls(1, Config::default(), tls, app(Arc::default(), BIG));
     let addr = server.addr();
     volt_rt::block_on(async move {
         let tcp = volt_rt::net::TcpStream::connect(addr).await.unwrap();
@@ -619,11 +377,7 @@ fn websocket_over_tls_with_alpn_h2() {
         let (response, send) = client.send_request(req, false).unwrap();
         let (parts, recv) = response.await.unwrap().into_parts();
         assert_eq!(parts.status, 200);
-        let mut ws = Ws {
-            send,
-            recv,
-            buf: BytesMut::new(),
-        };
+        let mut ws = Ws::new(H2Tunnel { send, recv });
         ws.echoes("secret").await;
         ws.closes(1000).await;
     });
@@ -636,7 +390,7 @@ fn websocket_over_tls_with_alpn_h2() {
 /// on a GET is a stream error (PROTOCOL_ERROR) and the connection goes on.
 #[test]
 fn settings_and_a_protocol_on_get_as_raw_frames() {
-    let server = start(app(Arc::default()));
+    let server = start(app(Arc::default(), BIG));
     let mut tcp = TcpStream::connect(server.addr()).unwrap();
     tcp.set_read_timeout(Some(HANG_GUARD)).unwrap();
     let mut hello = client_start();
@@ -682,17 +436,17 @@ fn a_session_that_fails_resets_its_stream_with_cancel() {
         ..Config::default()
     };
     let seen = Arc::new(Seen::default());
-    let server = start_with(1, config, app(seen.clone()));
+    let server = start_with(1, config, app(seen.clone(), BIG));
     volt_rt::block_on(async {
         let client = connect(server.addr()).await;
         let mut ws = open_ok(&client, "/big").await;
         volt_rt::time::sleep(Duration::from_millis(600)).await;
         let mut got = 0;
         let reason = loop {
-            match ws.recv.data().await {
+            match ws.tunnel.recv.data().await {
                 Some(Ok(chunk)) => {
                     // The connection's window back, for the next WebSocket's sake.
-                    let _ = ws.recv.flow_control().release_capacity(chunk.len());
+                    let _ = ws.tunnel.recv.flow_control().release_capacity(chunk.len());
                     got += chunk.len();
                 }
                 Some(Err(e)) => break e.reason(),
@@ -738,7 +492,7 @@ fn another_protocol_is_not_a_websocket() {
 #[test]
 fn a_connection_lost_ends_its_sessions_with_an_error() {
     let seen = Arc::new(Seen::default());
-    let server = start(app(seen.clone()));
+    let server = start(app(seen.clone(), BIG));
     let mut tcp = TcpStream::connect(server.addr()).unwrap();
     tcp.set_read_timeout(Some(HANG_GUARD)).unwrap();
     let mut hello = client_start();

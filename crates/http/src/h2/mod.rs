@@ -65,7 +65,7 @@ use crate::{Error, Request};
 
 pub(crate) use inbox::H2Body;
 use inbox::{BodyEnd, Continue, Inbox};
-pub(crate) use request::{head_parts, header_map};
+pub(crate) use request::{head_parts, header_map, note_protocol, RequestKind};
 use request::{settings, to_request};
 use response::Outgoing;
 use tunnel::Session;
@@ -166,31 +166,6 @@ struct Task<F> {
     /// Since when response data has been waiting for flow-control window the client does not
     /// give: the write timeout counts from there, as for bytes the socket does not take.
     stalled_since: Option<Instant>,
-}
-
-/// What a request's method makes of its response.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RequestKind {
-    Other,
-    /// No body in the response.
-    Head,
-    /// A CONNECT (plain, or extended for another protocol): no `content-length` in a 2xx.
-    Connect,
-    /// A WebSocket's extended CONNECT (RFC 8441): its 200 opens the stream to its session.
-    WebSocket,
-}
-
-impl RequestKind {
-    fn of(head: &volt_proto::h2::server::Head) -> RequestKind {
-        match head.get(head.method) {
-            b"HEAD" => RequestKind::Head,
-            b"CONNECT" => match head.protocol {
-                Some(p) if head.get(p).eq_ignore_ascii_case(b"websocket") => RequestKind::WebSocket,
-                _ => RequestKind::Connect,
-            },
-            _ => RequestKind::Other,
-        }
-    }
 }
 
 /// Wakes the connection task and marks its stream's handler as worth polling.

@@ -50,6 +50,13 @@ pub(super) fn to_request(
         }),
     };
     let mut req = Request::from_parts(parts.clone(), body);
+    note_protocol(head, &mut req);
+    Ok((req, parts))
+}
+
+/// Gives `req` its extended CONNECT's `:protocol` and `:scheme` (RFC 8441 §4, RFC 9220 §3),
+/// if `head` has one: what [`Request::protocol`] and the WebSocket handshake look at.
+pub(crate) fn note_protocol(head: &Head, req: &mut Request) {
     if let Some(protocol) = head.protocol {
         // The codec let only a token through: ASCII.
         let text = |span| String::from_utf8_lossy(head.get(span)).into();
@@ -58,7 +65,38 @@ pub(super) fn to_request(
             scheme: text(head.scheme),
         });
     }
-    Ok((req, parts))
+}
+
+/// What a request's method makes of its response, on HTTP/2 and HTTP/3 alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RequestKind {
+    Other,
+    /// No body in the response.
+    Head,
+    /// A CONNECT (plain, or extended for another protocol): no `content-length` in a 2xx.
+    Connect,
+    /// A WebSocket's extended CONNECT (RFC 8441, RFC 9220): its 200 opens the stream to its
+    /// session.
+    WebSocket,
+}
+
+impl RequestKind {
+    pub(crate) fn of(head: &Head) -> RequestKind {
+        match head.get(head.method) {
+            b"HEAD" => RequestKind::Head,
+            b"CONNECT" => match head.protocol {
+                Some(p) if head.get(p).eq_ignore_ascii_case(b"websocket") => RequestKind::WebSocket,
+                _ => RequestKind::Connect,
+            },
+            _ => RequestKind::Other,
+        }
+    }
+
+    /// Whether a response with `status` makes the stream a tunnel: a 2xx to CONNECT, which
+    /// has no `content-length` (RFC 9110 §9.3.6).
+    pub(crate) fn tunnels(self, status: StatusCode) -> bool {
+        status.is_success() && matches!(self, RequestKind::Connect | RequestKind::WebSocket)
+    }
 }
 
 /// A request's head from a decoded HTTP/2 or HTTP/3 head (the two share [`Head`]), checked

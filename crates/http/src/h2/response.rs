@@ -53,18 +53,8 @@ where
     F: Future<Output = Response>,
 {
     /// Sends what it can of `response` now; a task keeps what is left.
-    pub(super) fn respond(&mut self, mut task: Task<F>, mut response: Response) {
-        if response.status.is_informational() {
-            // A handler bug, answered as a panic is (500 on this stream).
-            response = response.informational_as_final();
-        }
-        let upgrade = matches!(response.body.kind, BodyKind::Upgrade(_));
-        if task.kind == RequestKind::WebSocket && response.status.is_success() && !upgrade {
-            // A 2xx would tell the client its WebSocket is open (RFC 8441 §5): a handler that
-            // did not take it (a GET route's, say, which the router lets answer) must not.
-            response = Error::new(StatusCode::NOT_IMPLEMENTED, "no WebSocket is served here")
-                .into_response();
-        }
+    pub(super) fn respond(&mut self, mut task: Task<F>, response: Response) {
+        let mut response = final_response(task.kind, response);
         // `Connection: close` is not sent on HTTP/2 (§8.2.2), but it still ends the
         // connection: with a graceful GOAWAY once this response is out.
         let close = response.asks_to_close();
@@ -98,10 +88,7 @@ where
         let no_body = kind == RequestKind::Head || bodiless_status;
         // Trailers follow content: a response without any gets none, as on HTTP/1.
         let trailers = body.trailers.filter(|_| !no_body);
-        // RFC 9110 §9.3.6: no `content-length` in a 2xx to CONNECT (its stream is a tunnel).
-        let tunnel =
-            status.is_success() && matches!(kind, RequestKind::Connect | RequestKind::WebSocket);
-        let length = body_len(&body.kind).filter(|_| !bodiless_status && !tunnel);
+        let length = body_len(&body.kind).filter(|_| !bodiless_status && !kind.tunnels(status));
         let (out, end_now) = match body.kind {
             BodyKind::Full(data) => {
                 let data = if no_body { Bytes::new() } else { data };
@@ -350,6 +337,22 @@ fn stalled(since: Option<Instant>, sent: usize, blocked: bool) -> Option<Instant
         (true, Some(t)) if sent == 0 => Some(t),
         (true, _) => Some(Instant::now()),
     }
+}
+
+/// The handler's response as HTTP/2 and HTTP/3 answer it: a 1xx (a handler bug) as a panic is
+/// (500 on this stream); a 2xx to a WebSocket's extended CONNECT that is not the WebSocket's
+/// own answer as 501, since any 2xx tells the client its WebSocket is open (RFC 8441 §5): a
+/// handler that did not take it (a GET route's, say, which the router lets answer) must not.
+pub(crate) fn final_response(kind: RequestKind, mut response: Response) -> Response {
+    if response.status.is_informational() {
+        response = response.informational_as_final();
+    }
+    let upgrade = matches!(response.body.kind, BodyKind::Upgrade(_));
+    if kind == RequestKind::WebSocket && response.status.is_success() && !upgrade {
+        response =
+            Error::new(StatusCode::NOT_IMPLEMENTED, "no WebSocket is served here").into_response();
+    }
+    response
 }
 
 pub(crate) fn body_len(kind: &BodyKind) -> Option<u64> {

@@ -30,7 +30,7 @@ use volt_proto::h2::frame::Reason;
 use super::inbox::{BodyEnd, Inbox};
 use super::{Driver, StreamWaker, Task};
 use crate::response::Response;
-use crate::ws::link::Link;
+use crate::ws::link::{stream_reset, Link};
 use crate::ws::PendingUpgrade;
 use crate::Request;
 
@@ -84,17 +84,10 @@ impl Outbox {
     /// The error of a write on a stream that no longer takes one.
     fn refusal(&self) -> io::Error {
         match self.state {
-            Sending::Reset => reset_error(),
+            Sending::Reset => stream_reset(),
             _ => io::Error::new(io::ErrorKind::BrokenPipe, "the stream was ended"),
         }
     }
-}
-
-fn reset_error() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::ConnectionReset,
-        "the HTTP/2 stream was reset",
-    )
 }
 
 impl StreamLink {
@@ -122,7 +115,7 @@ impl StreamLink {
                 Poll::Pending
             }
             BodyEnd::Ended | BodyEnd::Trailers(_) => Poll::Ready(Ok(0)),
-            BodyEnd::Reset => Poll::Ready(Err(reset_error())),
+            BodyEnd::Reset => Poll::Ready(Err(stream_reset())),
         }
     }
 
@@ -146,7 +139,7 @@ impl StreamLink {
     pub(crate) fn poll_flush(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let mut outbox = self.outbox.borrow_mut();
         if outbox.state == Sending::Reset {
-            return Poll::Ready(Err(reset_error()));
+            return Poll::Ready(Err(stream_reset()));
         }
         if outbox.data.is_empty() {
             return Poll::Ready(Ok(()));

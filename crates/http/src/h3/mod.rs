@@ -6,25 +6,30 @@
 //! port ([`run`]). For each connection:
 //!
 //! - once the handshake is done, we open our control stream and send SETTINGS
-//!   (QPACK_MAX_TABLE_CAPACITY 0, so the client's encoder may not use a dynamic table, and
-//!   MAX_FIELD_SECTION_SIZE from [`Config::max_head_bytes`]). We open no QPACK streams: with
-//!   no dynamic table either way they would carry nothing (RFC 9204 §4.2 allows that);
+//!   (QPACK_MAX_TABLE_CAPACITY 0, so the client's encoder may not use a dynamic table,
+//!   MAX_FIELD_SECTION_SIZE from [`Config::max_head_bytes`], and ENABLE_CONNECT_PROTOCOL for
+//!   WebSockets, RFC 9220). We open no QPACK streams: with no dynamic table either way they
+//!   would carry nothing (RFC 9204 §4.2 allows that);
 //! - the client's unidirectional streams are read and checked ([`serve_uni`]): one control
 //!   stream opening with SETTINGS, at most one QPACK encoder and one decoder stream, no push
 //!   streams; closing any of them is a connection error (RFC 9114 §6.2);
 //! - each bidirectional stream is a request ([`request`]): a task of its own reads the head,
 //!   calls the same [`Service`] HTTP/1 and HTTP/2 call, and writes the response, with the
-//!   request and response bodies streamed under QUIC flow control.
+//!   request and response bodies streamed under QUIC flow control. A WebSocket's extended
+//!   CONNECT, once answered 200, carries the session in its stream's DATA frames ([`tunnel`]).
 //!
 //! Graceful shutdown: new connections are refused, each connection gets GOAWAY naming the
-//! first request stream it will not serve (§5.2), requests already started finish, and each
+//! first request stream it will not serve (§5.2), requests already started finish (open
+//! WebSockets close with 1001, as on HTTP/1 and HTTP/2), and each
 //! connection is closed with H3_NO_ERROR once its responses are acknowledged (or
 //! [`Config::shutdown_timeout`] passed).
 
 mod quic;
 mod request;
+mod tunnel;
 
 pub(crate) use request::H3Body;
+pub(crate) use tunnel::StreamLink;
 
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
@@ -211,6 +216,8 @@ impl<S: Service> quic::Handler for Rc<App<S>> {
             // QPACK_MAX_TABLE_CAPACITY stays at its default, 0.
             let mut settings = Settings::default();
             settings.max_field_section_size = Some(self.worker.config.max_head_bytes as u64);
+            // WebSocket over HTTP/3 (RFC 9220) opens with an extended CONNECT.
+            settings.enable_connect_protocol = true;
             write_settings(&settings, &mut bytes);
             control.write_now(&bytes);
             state.control = Some(control);

@@ -1,6 +1,8 @@
 //! One request stream (RFC 9114 §4.1): the head read and checked, the request handed to the
 //! service, its response written back; the request body read by the handler as it asks
-//! ([`H3Body`]), so QUIC's flow control holds a client back while its handler is slow.
+//! ([`H3Body`]), so QUIC's flow control holds a client back while its handler is slow. A
+//! WebSocket's extended CONNECT (RFC 9220) is routed and answered as on HTTP/2; its 200 leaves
+//! the stream to the session (`super::tunnel`).
 //!
 //! Errors follow §4.1.2 and §8: a malformed head or body resets the stream (and asks the
 //! client to stop sending) with H3_MESSAGE_ERROR; a frame out of place closes the connection
@@ -22,16 +24,17 @@ use http::{StatusCode, Version};
 use volt_proto::h3::frame::{write_data_header, write_headers};
 use volt_proto::h3::qpack::{Decoder, Encoder, Indexing};
 use volt_proto::h3::{
-    decode_request, decode_trailers, Code, Head, HeadError, RequestEvent, RequestStream,
+    decode_extended_request, decode_trailers, Code, Head, HeadError, RequestEvent, RequestStream,
 };
 
 use crate::body::{poll_next_caught, BodyKind, Trailers};
-use crate::h2::response::{body_len, is_connection_specific, is_managed};
-use crate::h2::{head_parts, header_map, internal_error};
+use crate::h2::response::{body_len, final_response, is_connection_specific, is_managed};
+use crate::h2::{head_parts, header_map, internal_error, note_protocol, RequestKind};
 use crate::request::{bounded_piece, give_parts, RequestBody};
 use crate::response::{IntoResponse, Response};
 use crate::server::Worker;
 use crate::service::Service;
+use crate::ws::PendingUpgrade;
 use crate::{Error, Request};
 
 use super::quic::{StreamError, StreamRef};
@@ -40,16 +43,17 @@ use super::Failure;
 /// Bodies up to this size are written together with their response head.
 const ONE_WRITE: usize = 4096;
 
-/// The receiving side of a request stream, shared by the head's reader and the body's.
-struct Recv {
-    stream: StreamRef,
+/// The receiving side of a request stream, shared by the head's reader and the body's (or a
+/// WebSocket's, `super::tunnel`).
+pub(super) struct Recv {
+    pub(super) stream: StreamRef,
     buf: BytesMut,
-    frames: RequestStream,
+    pub(super) frames: RequestStream,
     /// The client finished the stream, and what it sent was checked.
-    ended: bool,
+    pub(super) ended: bool,
     /// The stream broke the rules: reset it with this (or close the connection) once the
     /// handler is done, instead of answering.
-    failed: Option<Failure>,
+    pub(super) failed: Option<Failure>,
     trailers: Option<HeaderMap>,
     max_field_section: usize,
     /// The request has `Expect: 100-continue` and no 100 went out yet: one goes when the
@@ -59,14 +63,14 @@ struct Recv {
 }
 
 /// What the next read of a request stream gave.
-enum Next {
+pub(super) enum Next {
     Event(RequestEvent),
     End,
 }
 
 impl Recv {
     /// The next event of the stream, reading as needed.
-    fn poll_next(&mut self, cx: &Context<'_>) -> Poll<Result<Next, Option<Failure>>> {
+    pub(super) fn poll_next(&mut self, cx: &Context<'_>) -> Poll<Result<Next, Option<Failure>>> {
         loop {
             match self.frames.decode(&mut self.buf) {
                 Ok(Some(event)) => return Poll::Ready(Ok(Next::Event(event))),
@@ -109,7 +113,7 @@ async fn next(recv: &RefCell<Recv>) -> Result<Next, Option<Failure>> {
 }
 
 /// Serves one request stream to its end.
-pub(super) async fn serve<S: Service>(worker: &Worker, service: &S, stream: StreamRef) {
+pub(super) async fn serve<S: Service>(worker: &Rc<Worker>, service: &S, stream: StreamRef) {
     let config = &worker.config;
     let recv = Rc::new(RefCell::new(Recv {
         stream: stream.clone(),
@@ -140,7 +144,9 @@ pub(super) async fn serve<S: Service>(worker: &Worker, service: &S, stream: Stre
         }
     };
     let mut head = Head::default();
-    let decoded = decode_request(
+    // We announce SETTINGS_ENABLE_CONNECT_PROTOCOL (`super::App::connected`): `:protocol` is
+    // known.
+    let decoded = decode_extended_request(
         &mut Decoder::new(),
         &section,
         config.max_head_bytes,
@@ -176,14 +182,16 @@ pub(super) async fn serve<S: Service>(worker: &Worker, service: &S, stream: Stre
                         max: config.max_body_bytes,
                         timeout: config.body_read_timeout,
                     });
-                    let response = call(service, Request::from_parts(parts.clone(), body)).await;
+                    let mut req = Request::from_parts(parts.clone(), body);
+                    note_protocol(&head, &mut req);
+                    let response = call(service, req).await;
                     give_parts(parts);
                     response
                 }
             }
         }
     };
-    let is_head = head.get(head.method) == b"HEAD";
+    let kind = RequestKind::of(&head);
     let (failed, ended) = {
         let mut recv = recv.borrow_mut();
         // The final response starts: no 100 after it, even if a streamed body reads on.
@@ -193,13 +201,17 @@ pub(super) async fn serve<S: Service>(worker: &Worker, service: &S, stream: Stre
     if failed.is_some() {
         return finish_failed(&stream, failed);
     }
-    if respond(worker, &stream, response, is_head).await.is_ok() {
-        stream.finish();
-        // A complete response before the whole request: the client may stop sending
-        // (§4.1.1).
-        if !ended {
-            stream.stop(Code::H3_NO_ERROR.0);
+    match respond(worker, &stream, final_response(kind, response), kind).await {
+        Ok(Some(pending)) => return super::tunnel::run(worker, recv, pending).await,
+        Ok(None) => {
+            stream.finish();
+            // A complete response before the whole request: the client may stop sending
+            // (§4.1.1).
+            if !ended {
+                stream.stop(Code::H3_NO_ERROR.0);
+            }
         }
+        Err(_) => {}
     }
     stream.release();
 }
@@ -219,7 +231,7 @@ async fn call<S: Service>(service: &S, req: Request) -> Response {
 /// Ends a stream that broke the rules: a stream error resets it both ways, a connection
 /// error closes the connection (§8); `None` (the client reset it, or the connection is gone)
 /// leaves nothing to do.
-fn finish_failed(stream: &StreamRef, e: Option<Failure>) {
+pub(super) fn finish_failed(stream: &StreamRef, e: Option<Failure>) {
     match e {
         Some(e) if e.connection => stream.conn.close(e.code.0, e.reason),
         Some(e) => {
@@ -231,20 +243,18 @@ fn finish_failed(stream: &StreamRef, e: Option<Failure>) {
     stream.release();
 }
 
-/// Writes the response: HEADERS, DATA frames, trailers.
+/// Writes the response: HEADERS, DATA frames, trailers. A WebSocket's 200 is written alone,
+/// and its session returned, to run on the stream.
 async fn respond(
     worker: &Worker,
     stream: &StreamRef,
     mut response: Response,
-    is_head: bool,
-) -> Result<(), StreamError> {
-    if response.status.is_informational() {
-        response = response.informational_as_final();
-    }
+    kind: RequestKind,
+) -> Result<Option<Box<PendingUpgrade>>, StreamError> {
     let body = response.take_body();
     let status = response.status;
     let bodiless = status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED;
-    let length = body_len(&body.kind).filter(|_| !bodiless);
+    let length = body_len(&body.kind).filter(|_| !bodiless && !kind.tunnels(status));
     let mut encoder = Encoder::new();
     // Room for a usual head: grown a byte at a time by the Huffman coder, an empty section
     // reallocated five or six times a response (~1,000 instructions).
@@ -272,7 +282,7 @@ async fn respond(
     let mut out = Vec::with_capacity(section.len() + 16);
     write_headers(&section, &mut out);
     let timeout = worker.config.write_timeout;
-    let no_body = is_head || bodiless;
+    let no_body = kind == RequestKind::Head || bodiless;
     let trailers = body.trailers.filter(|_| !no_body);
     match body.kind {
         BodyKind::Full(data) if !no_body && !data.is_empty() => {
@@ -286,6 +296,13 @@ async fn respond(
                 write(stream, &out, timeout).await?;
                 write(stream, &data, timeout).await?;
             }
+        }
+        // A WebSocket's 200 (RFC 9220 §3): the stream stays open for its session.
+        BodyKind::Upgrade(pending)
+            if kind == RequestKind::WebSocket && status == StatusCode::OK =>
+        {
+            write(stream, &out, timeout).await?;
+            return Ok(Some(pending));
         }
         BodyKind::Stream {
             stream: mut chunks, ..
@@ -329,7 +346,7 @@ async fn respond(
         write_headers(&section, &mut out);
         write(stream, &out, timeout).await?;
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Writes `data`, giving up (and resetting the stream) when the client takes nothing for
@@ -384,6 +401,11 @@ impl H3Body {
             }
         };
         bounded_piece(next, self.timeout, &mut self.received, self.max).await
+    }
+
+    /// Whether the client ended the stream, as far as read.
+    pub(crate) fn ended(&self) -> bool {
+        self.recv.borrow().ended
     }
 
     /// The trailer fields, once the body has been read to its end.

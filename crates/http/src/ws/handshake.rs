@@ -49,11 +49,11 @@ impl Request {
     /// Checks that this request opens a WebSocket: on HTTP/1.1 (RFC 6455 §4.2.1), a `GET` with
     /// no body, `Upgrade: websocket`, `Connection: upgrade` (each a token, in any case, maybe
     /// in a list), `Sec-WebSocket-Version: 13` and a `Sec-WebSocket-Key` of 16 bytes in
-    /// base64; on HTTP/2 (RFC 8441 §5), an extended CONNECT with `:protocol websocket`,
-    /// `:scheme` `http` or `https`, a stream left open for the messages, and
-    /// `Sec-WebSocket-Version: 13` (no key: HTTP/2 does without one). A bad handshake answers
-    /// 400 naming what is wrong, another version 426 with `Sec-WebSocket-Version: 13` (§4.4).
-    /// Other versions of HTTP answer 400.
+    /// base64; on HTTP/2 (RFC 8441 §5) and HTTP/3 (RFC 9220, the same handshake), an extended
+    /// CONNECT with `:protocol websocket`, `:scheme` `http` or `https`, a stream left open for
+    /// the messages, and `Sec-WebSocket-Version: 13` (no key: both do without one). A bad
+    /// handshake answers 400 naming what is wrong, another version 426 with
+    /// `Sec-WebSocket-Version: 13` (§4.4). HTTP/1.0 answers 400.
     ///
     /// ```no_run
     /// use volt_http::{Error, Request, Response};
@@ -70,14 +70,16 @@ impl Request {
     pub fn websocket(&self) -> Result<WebSocketUpgrade, Error> {
         let accept = match self.version() {
             Version::HTTP_11 => Some(self.http1_handshake()?),
-            Version::HTTP_2 if self.protocol().is_some() => {
-                self.http2_handshake()?;
+            Version::HTTP_2 | Version::HTTP_3 if self.protocol().is_some() => {
+                self.extended_connect_handshake()?;
                 None
             }
-            Version::HTTP_2 => {
-                return Err(bad("on HTTP/2, a WebSocket opens with an extended CONNECT"))
+            Version::HTTP_2 | Version::HTTP_3 => {
+                return Err(bad(
+                    "on HTTP/2 and HTTP/3, a WebSocket opens with an extended CONNECT",
+                ))
             }
-            _ => return Err(bad("WebSocket needs HTTP/1.1 or HTTP/2")),
+            _ => return Err(bad("WebSocket needs HTTP/1.1, HTTP/2 or HTTP/3")),
         };
         let offered = self
             .headers()
@@ -131,11 +133,12 @@ impl Request {
         Ok(accept_key(key))
     }
 
-    /// RFC 8441 §4-5's checks. The codec made sure of the rest: `:protocol` only on CONNECT,
-    /// with `:scheme` and `:path`; no `Connection` or `Upgrade` (connection-specific fields
-    /// make an HTTP/2 request malformed). A `Sec-WebSocket-Key` is not looked at (§5: its
-    /// work is done by `:protocol`), and no `Sec-WebSocket-Accept` answers it.
-    fn http2_handshake(&self) -> Result<(), Error> {
+    /// RFC 8441 §4-5's checks, which RFC 9220 §3 applies to HTTP/3 unchanged. The codec made
+    /// sure of the rest: `:protocol` only on CONNECT, with `:scheme` and `:path`; no
+    /// `Connection` or `Upgrade` (connection-specific fields make the request malformed). A
+    /// `Sec-WebSocket-Key` is not looked at (§5: its work is done by `:protocol`), and no
+    /// `Sec-WebSocket-Accept` answers it.
+    fn extended_connect_handshake(&self) -> Result<(), Error> {
         if !is_extended_connect(self) {
             return Err(bad("`:protocol` is not `websocket`"));
         }
@@ -145,7 +148,7 @@ impl Request {
         }
         // The messages travel in the stream's DATA: a request that ended the stream has no
         // way to send any.
-        if self.body_is_empty() {
+        if self.stream_ended() {
             return Err(bad("the request ended its stream"));
         }
         self.check_version()
@@ -194,11 +197,12 @@ fn bad(why: &str) -> Error {
     Error::bad_request(format!("bad WebSocket handshake: {why}"))
 }
 
-/// Whether `req` is HTTP/2's WebSocket handshake (RFC 8441 §5): an extended CONNECT with
-/// `:protocol websocket` (a token: any case, as HTTP/1's `Upgrade: websocket`).
+/// Whether `req` is the WebSocket handshake of HTTP/2 (RFC 8441 §5) or HTTP/3 (RFC 9220): an
+/// extended CONNECT with `:protocol websocket` (a token: any case, as HTTP/1's `Upgrade:
+/// websocket`).
 pub(crate) fn is_extended_connect(req: &Request) -> bool {
     *req.method() == Method::CONNECT
-        && req.version() == Version::HTTP_2
+        && matches!(req.version(), Version::HTTP_2 | Version::HTTP_3)
         && req
             .protocol()
             .is_some_and(|p| p.eq_ignore_ascii_case("websocket"))
@@ -257,8 +261,9 @@ impl WebSocketUpgrade {
     }
 
     /// The answer that accepts the handshake: on HTTP/1.1 a 101, once written the connection
-    /// stops being HTTP and `session` runs on it; on HTTP/2 a 200 (RFC 8441 §5), then
-    /// `session` runs on the stream's DATA frames, beside the connection's other streams. When
+    /// stops being HTTP and `session` runs on it; on HTTP/2 and HTTP/3 a 200 (RFC 8441 §5,
+    /// RFC 9220 §3), then `session` runs on the stream's DATA frames, beside the connection's
+    /// other streams. When
     /// `session` returns, the WebSocket is closed (close code 1000 for `Ok`, 1011 for `Err` or
     /// a panic) if it is not already, and so is its connection or stream.
     pub fn on_upgrade<F, Fut>(self, session: F) -> Response

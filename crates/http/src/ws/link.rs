@@ -1,6 +1,7 @@
 //! What a WebSocket session runs on, at either end: the server's transport (a connection the
-//! HTTP/1 side gave up), an HTTP/2 stream of the server's (RFC 8441), a connection the client
-//! opened for it, or a stream of the client's HTTP/2 connection; and the client's masking keys.
+//! HTTP/1 side gave up), an HTTP/2 stream of the server's (RFC 8441), an HTTP/3 stream of the
+//! server's (RFC 9220), a connection the client opened for it, or a stream of the client's
+//! HTTP/2 connection; and the client's masking keys.
 
 use std::cell::RefCell;
 use std::io;
@@ -12,14 +13,16 @@ use tokio::io::AsyncWrite;
 
 use crate::client::conn::Stream;
 use crate::client::http2::H2Tunnel;
-use crate::h2::StreamLink;
 use crate::transport::Transport;
+use crate::{h2, h3};
 
 /// The byte stream under a session. Every borrow of the client's stream lasts one poll.
 pub(crate) enum Link {
     Server(Transport),
     /// A stream of the server's HTTP/2 connection: its DATA frames both ways.
-    H2(StreamLink),
+    H2(h2::StreamLink),
+    /// A stream of the server's HTTP/3 connection: its DATA frames both ways.
+    H3(h3::StreamLink),
     Client(RefCell<Stream>),
     /// A stream of the client's HTTP/2 connection (RFC 8441).
     ClientH2(RefCell<H2Tunnel>),
@@ -35,6 +38,7 @@ impl Link {
         match self {
             Link::Server(t) => t.poll_read_bytes(cx, buf),
             Link::H2(l) => l.poll_read_bytes(cx, buf),
+            Link::H3(l) => l.poll_read_bytes(cx, buf),
             Link::Client(s) => {
                 tokio_util::io::poll_read_buf(Pin::new(&mut *s.borrow_mut()), cx, buf)
             }
@@ -50,7 +54,9 @@ impl Link {
     ) -> Poll<io::Result<usize>> {
         match self {
             Link::Server(t) => t.poll_read_raw(cx, buf),
-            Link::H2(_) | Link::Client(_) | Link::ClientH2(_) => self.poll_read_bytes(cx, buf),
+            Link::H2(_) | Link::H3(_) | Link::Client(_) | Link::ClientH2(_) => {
+                self.poll_read_bytes(cx, buf)
+            }
         }
     }
 
@@ -59,6 +65,7 @@ impl Link {
         match self {
             Link::Server(t) => t.poll_write(cx, buf),
             Link::H2(l) => l.poll_write(cx, buf),
+            Link::H3(l) => l.poll_write(cx, buf),
             Link::Client(s) => Pin::new(&mut *s.borrow_mut()).poll_write(cx, buf),
             Link::ClientH2(t) => t.borrow_mut().poll_write(cx, buf),
         }
@@ -68,21 +75,31 @@ impl Link {
         match self {
             Link::Server(t) => t.poll_flush(cx),
             Link::H2(l) => l.poll_flush(cx),
+            Link::H3(l) => l.poll_flush(cx),
             Link::Client(s) => Pin::new(&mut *s.borrow_mut()).poll_flush(cx),
             // Frames go out from the connection's task; nothing waits here.
             Link::ClientH2(_) => Poll::Ready(Ok(())),
         }
     }
 
-    /// Shuts the write side (over TLS after `close_notify`; on an HTTP/2 stream, END_STREAM).
+    /// Shuts the write side (over TLS after `close_notify`; on an HTTP/2 stream, END_STREAM;
+    /// on an HTTP/3 stream, its FIN).
     pub(super) fn poll_shutdown(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Link::Server(t) => t.poll_shutdown(cx),
             Link::H2(l) => l.poll_shutdown(cx),
+            Link::H3(l) => l.poll_shutdown(cx),
             Link::Client(s) => Pin::new(&mut *s.borrow_mut()).poll_shutdown(cx),
             Link::ClientH2(t) => Poll::Ready(t.borrow_mut().shutdown()),
         }
     }
+}
+
+/// The error of a read or write on a server's HTTP/2 or HTTP/3 stream that is gone: reset by
+/// either side, or its connection lost. The session takes it as a TCP reset (RFC 8441 §6,
+/// RFC 9220 §3).
+pub(crate) fn stream_reset() -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionReset, "the stream was reset")
 }
 
 /// Random bytes from the operating system's CSPRNG (`getrandom`), as RFC 6455 asks of a

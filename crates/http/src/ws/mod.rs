@@ -1,14 +1,14 @@
-//! WebSocket (RFC 6455) on the server's HTTP/1.1 connections and HTTP/2 streams (RFC 8441):
-//! the handshake ([`Request::websocket`](crate::Request::websocket), [`WebSocketUpgrade`])
-//! and the session ([`WebSocket`], which the client's WebSockets are too), over volt-proto's
-//! sans-I/O frame codec (`volt_proto::ws`), with permessage-deflate (RFC 7692) if both ends
-//! agree.
+//! WebSocket (RFC 6455) on the server's HTTP/1.1 connections, HTTP/2 streams (RFC 8441) and
+//! HTTP/3 streams (RFC 9220): the handshake ([`Request::websocket`](crate::Request::websocket),
+//! [`WebSocketUpgrade`]) and the session ([`WebSocket`], which the client's WebSockets are
+//! too), over volt-proto's sans-I/O frame codec (`volt_proto::ws`), with permessage-deflate
+//! (RFC 7692) if both ends agree.
 //!
 //! On HTTP/1.1 the connection writes the 101, then hands its transport (plain TCP or TLS) and
 //! the bytes it read past the request head to [`run`], which runs the handler's session on
 //! them in the connection's own task, then closes. On HTTP/2 the 200 leaves the stream open,
 //! and [`run`] runs the session on a link over that stream's DATA frames (`crate::h2`), in the
-//! connection's task too.
+//! connection's task too. On HTTP/3 likewise (`crate::h3`), in the stream's own task.
 
 mod handshake;
 pub(crate) mod link;
@@ -86,7 +86,7 @@ pub(crate) struct PendingUpgrade {
 }
 
 /// Runs the session of `upgrade` on `link`: a connection the HTTP/1 side gave up (with
-/// what it had read past the 101's request in `read`), or an HTTP/2 stream.
+/// what it had read past the 101's request in `read`), or an HTTP/2 or HTTP/3 stream.
 pub(crate) async fn run(
     upgrade: Box<PendingUpgrade>,
     link: link::Link,

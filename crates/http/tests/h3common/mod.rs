@@ -1,6 +1,9 @@
 //! HTTP/3 test helpers: a volt server with HTTP/3 on (test certificates made with rcgen at
-//! test time), and an independent client: quinn + h3 on a tokio runtime.
+//! test time), and an independent client: quinn + h3 on a tokio runtime; for extended CONNECT,
+//! which h3's client cannot send, a raw one on quinn ([`raw`]).
 #![allow(dead_code)] // each test binary uses a different part
+
+pub mod raw;
 
 use std::future::poll_fn;
 use std::net::SocketAddr;
