@@ -22,9 +22,10 @@
 //!   or HTTP/1.1 as ALPN chooses. Handlers do not change.
 //! - HTTP/3: [`Server::http3`] adds it on the same port number over UDP (QUIC, with the TLS
 //!   certificates), advertised to TCP clients by `Alt-Svc`.
-//! - WebSocket (RFC 6455) on HTTP/1.1, plain or TLS, and on HTTP/2 streams (RFC 8441):
-//!   [`Request::websocket`] checks the handshake, [`WebSocketUpgrade::on_upgrade`] answers
-//!   101 (200 on HTTP/2) and runs a session on the connection (the stream), where a
+//! - WebSocket (RFC 6455) on HTTP/1.1, plain or TLS, and on HTTP/2 and HTTP/3 streams (RFC
+//!   8441, RFC 9220): [`Request::websocket`] checks the handshake,
+//!   [`WebSocketUpgrade::on_upgrade`] answers 101 (200 on HTTP/2 and HTTP/3) and runs a
+//!   session on the connection (the stream), where a
 //!   [`WebSocket`] receives and sends [`Message`]s; the client's
 //!   [`Client::websocket`] opens the same [`WebSocket`], in the client's role. Both ends speak
 //!   permessage-deflate (RFC 7692) when configured with a [`DeflateConfig`].

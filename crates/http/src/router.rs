@@ -309,8 +309,8 @@ impl Router {
         Dispatch::Handler(Running::start(handler, req))
     }
 
-    /// Where a WebSocket's extended CONNECT (RFC 8441, HTTP/2's form of HTTP/1's `GET`
-    /// handshake) goes when no route takes CONNECT: to the GET handler of its path, so that
+    /// Where a WebSocket's extended CONNECT (RFC 8441 and RFC 9220, HTTP/2's and HTTP/3's form
+    /// of HTTP/1's `GET` handshake) goes when no route takes CONNECT: to the GET handler of its path, so that
     /// one route takes both.
     #[cold]
     #[inline(never)]
