@@ -2,9 +2,9 @@
 //! send `:protocol websocket`, see `h3common::raw`): the SETTINGS, the extended CONNECT
 //! handshake (200, subprotocols, permessage-deflate; 400, 426, 501 and 405 as on HTTP/2),
 //! malformed ones reset with H3_MESSAGE_ERROR, messages as exact frame bytes in the stream's
-//! DATA both ways, the close handshake then our FIN, a client reset, HEADERS in the tunnel,
-//! flow control holding a client back, a write timeout resetting with H3_REQUEST_CANCELLED,
-//! panics, and graceful shutdown (1001).
+//! DATA both ways, the close handshake then our FIN, a client's RESET_STREAM and STOP_SENDING,
+//! HEADERS in the tunnel, flow control holding a client back, a write timeout resetting with
+//! H3_REQUEST_CANCELLED, panics, and graceful shutdown (1001).
 
 mod common;
 mod h2common;
@@ -136,7 +136,7 @@ async fn handshake_answers_200_with_the_chosen_subprotocol_and_no_http1_fields()
     let (server, client, _) = server_and_client(Config::default()).await;
     let offer = ("sec-websocket-protocol", "superchat, chat");
     let key = ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==");
-    let ((status, fields), _ws) = open(&client, "/echo", &[V13, offer, key]).await;
+    let ((status, fields), mut ws) = open(&client, "/echo", &[V13, offer, key]).await;
     assert_eq!(status, 200);
     let mut names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
     names.sort();
@@ -144,6 +144,7 @@ async fn handshake_answers_200_with_the_chosen_subprotocol_and_no_http1_fields()
     // 9110 §9.3.6).
     assert_eq!(names, ["date", "sec-websocket-protocol", "server"]);
     assert_eq!(field(&fields, "sec-websocket-protocol"), Some("chat"));
+    ws.closes(1000).await;
     shut_down(server).await;
 }
 
@@ -289,6 +290,43 @@ async fn a_client_reset_ends_the_session_with_an_error() {
     shut_down(server).await;
 }
 
+/// A client's STOP_SENDING fails the session's next send (the echo of the message that
+/// follows it), as a TCP reset would: the session ends and the server abandons the stream
+/// both ways with H3_REQUEST_CANCELLED.
+#[tokio::test]
+async fn stop_sending_fails_the_sessions_next_send() {
+    let (server, client, _) = server_and_client(Config::default()).await;
+    let mut ws = open_ok(&client, "/echo").await;
+    ws.echoes("before").await;
+    let cancelled = quinn::VarInt::from_u64(H3_REQUEST_CANCELLED).unwrap();
+    ws.tunnel.0.recv.stop(cancelled).unwrap();
+    ws.frame(true, Opcode::Text, b"echo this if you can").await;
+    let stopped = ws.tunnel.0.send.stopped().await.unwrap();
+    assert_eq!(stopped.map(|c| c.into_inner()), Some(H3_REQUEST_CANCELLED));
+    open_ok(&client, "/echo").await.echoes("still here").await;
+    shut_down(server).await;
+}
+
+/// RFC 9000 §3.5: a client's STOP_SENDING is answered with RESET_STREAM at once, while the
+/// session waits in `recv` and writes nothing. Without it, a session that then only ended the
+/// stream (a FIN, which quinn-proto refuses once stopped) left it open, and graceful shutdown
+/// waited out `shutdown_timeout` for it.
+#[tokio::test]
+async fn stop_sending_is_answered_with_reset_stream_at_once() {
+    let (server, client, _) = server_and_client(Config::default()).await;
+    let mut ws = open_ok(&client, "/record").await;
+    assert_eq!(ws.bytes(7).await.unwrap(), b"\x81\x05ready");
+    let resets = || client.conn.stats().frame_rx.reset_stream;
+    let before = resets();
+    ws.tunnel.0.recv.stop(quinn::VarInt::from_u32(0)).unwrap();
+    let deadline = Instant::now() + HANG_GUARD;
+    while resets() == before {
+        assert!(Instant::now() < deadline, "no RESET_STREAM");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    shut_down(server).await;
+}
+
 /// HEADERS on a stream whose tunnel is open is a connection error of type
 /// H3_FRAME_UNEXPECTED (RFC 9114 §4.4: only DATA follows a CONNECT's 2xx).
 #[tokio::test]
@@ -371,6 +409,7 @@ async fn panics_stay_on_their_stream() {
     ws.session_panics_with_1011().await;
     echo.echoes("alive").await;
     assert_eq!(get_page(&client, "/page").await.0, 200);
+    echo.closes(1000).await;
     shut_down(server).await;
 }
 

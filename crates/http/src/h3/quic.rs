@@ -105,7 +105,8 @@ pub(crate) struct StreamRef {
 pub(crate) enum StreamError {
     /// The peer reset the stream (read) or asked us to stop sending (write), with this code.
     Reset(u64),
-    /// The connection is gone (closed, lost, timed out).
+    /// The connection is gone (closed, lost, timed out), or our side of the stream is: reset,
+    /// by us or in answer to the peer's STOP_SENDING ([`on_events`]).
     Closed,
 }
 
@@ -533,11 +534,17 @@ fn on_events(
                 }
             }
             Event::Stream(StreamEvent::Readable { id }) => wake(&mut c.readers, id),
-            Event::Stream(
-                StreamEvent::Writable { id }
-                | StreamEvent::Stopped { id, .. }
-                | StreamEvent::Finished { id },
-            ) => wake(&mut c.writers, id),
+            Event::Stream(StreamEvent::Stopped { id, error_code }) => {
+                // RFC 9000 §3.5: STOP_SENDING is answered with RESET_STREAM, its code copied.
+                // quinn-proto leaves that to us; without it a stream whose writer then only
+                // finishes (a FIN refused once stopped) would stay open, unacknowledged. The
+                // writer learns at its next write.
+                let _ = c.conn.send_stream(id).reset(error_code);
+                wake(&mut c.writers, id);
+            }
+            Event::Stream(StreamEvent::Writable { id } | StreamEvent::Finished { id }) => {
+                wake(&mut c.writers, id)
+            }
             Event::ConnectionLost { .. } => {
                 c.readers
                     .drain()
