@@ -290,40 +290,30 @@ async fn a_client_reset_ends_the_session_with_an_error() {
     shut_down(server).await;
 }
 
-/// A client's STOP_SENDING fails the session's next send (the echo of the message that
-/// follows it), as a TCP reset would: the session ends and the server abandons the stream
-/// both ways with H3_REQUEST_CANCELLED.
+/// RFC 9000 §3.5: a client's STOP_SENDING is answered with RESET_STREAM at once, while the
+/// session waits in `recv` and writes nothing (without it, a session that then only ended the
+/// stream, with a FIN quinn-proto refuses once stopped, left it open, and graceful shutdown
+/// waited out `shutdown_timeout` for it). The session's next send (the echo of a message
+/// sent once the reset came, so that the two cannot cross) fails, as after a TCP reset: the
+/// session ends, and the server stops the client's side with H3_REQUEST_CANCELLED.
 #[tokio::test]
-async fn stop_sending_fails_the_sessions_next_send() {
+async fn stop_sending_is_answered_with_reset_stream_and_fails_the_next_send() {
     let (server, client, _) = server_and_client(Config::default()).await;
     let mut ws = open_ok(&client, "/echo").await;
     ws.echoes("before").await;
-    let cancelled = quinn::VarInt::from_u64(H3_REQUEST_CANCELLED).unwrap();
-    ws.tunnel.0.recv.stop(cancelled).unwrap();
-    ws.frame(true, Opcode::Text, b"echo this if you can").await;
-    let stopped = ws.tunnel.0.send.stopped().await.unwrap();
-    assert_eq!(stopped.map(|c| c.into_inner()), Some(H3_REQUEST_CANCELLED));
-    open_ok(&client, "/echo").await.echoes("still here").await;
-    shut_down(server).await;
-}
-
-/// RFC 9000 §3.5: a client's STOP_SENDING is answered with RESET_STREAM at once, while the
-/// session waits in `recv` and writes nothing. Without it, a session that then only ended the
-/// stream (a FIN, which quinn-proto refuses once stopped) left it open, and graceful shutdown
-/// waited out `shutdown_timeout` for it.
-#[tokio::test]
-async fn stop_sending_is_answered_with_reset_stream_at_once() {
-    let (server, client, _) = server_and_client(Config::default()).await;
-    let mut ws = open_ok(&client, "/record").await;
-    assert_eq!(ws.bytes(7).await.unwrap(), b"\x81\x05ready");
     let resets = || client.conn.stats().frame_rx.reset_stream;
     let before = resets();
-    ws.tunnel.0.recv.stop(quinn::VarInt::from_u32(0)).unwrap();
+    let cancelled = quinn::VarInt::from_u64(H3_REQUEST_CANCELLED).unwrap();
+    ws.tunnel.0.recv.stop(cancelled).unwrap();
     let deadline = Instant::now() + HANG_GUARD;
     while resets() == before {
         assert!(Instant::now() < deadline, "no RESET_STREAM");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    ws.frame(true, Opcode::Text, b"echo this if you can").await;
+    let stopped = ws.tunnel.0.send.stopped().await.unwrap();
+    assert_eq!(stopped.map(|c| c.into_inner()), Some(H3_REQUEST_CANCELLED));
+    open_ok(&client, "/echo").await.echoes("still here").await;
     shut_down(server).await;
 }
 

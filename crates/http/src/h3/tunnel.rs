@@ -10,9 +10,10 @@
 //! DATA frame, held until the stream takes it all (the session's write timeout runs meanwhile).
 //!
 //! Ending: the session shutting its side sends the stream's FIN (the TCP close of RFC 6455,
-//! RFC 9220 §3). A client's RESET_STREAM or STOP_SENDING fails the session's next read or
-//! write, as a TCP reset would; a session that ends without its FIN (failed, timed out, reset)
-//! resets the stream with H3_REQUEST_CANCELLED, RFC 9220 §3's mapping of a TCP reset.
+//! RFC 9220 §3). A client's RESET_STREAM fails the session's next read, its STOP_SENDING
+//! (answered with RESET_STREAM at once, `super::quic`) the next write, as a TCP reset would; a
+//! session that ends without its FIN (failed, timed out, reset) resets the stream with
+//! H3_REQUEST_CANCELLED, RFC 9220 §3's mapping of a TCP reset.
 
 use std::cell::{Cell, RefCell};
 use std::io;
